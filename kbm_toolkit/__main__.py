@@ -1,0 +1,3 @@
+from kbm_toolkit.cli import main
+
+main()

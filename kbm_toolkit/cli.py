@@ -1,0 +1,217 @@
+"""The `kbm` command: a thin skin over the library. Each command parses, calls, and words errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kbm_toolkit import __version__
+from kbm_toolkit.errors import KbmError, NoDevice
+from kbm_toolkit.exit_codes import ExitCode
+
+
+class KbmGroup(click.Group):
+    """Turns library errors into one line on stderr and a meaningful exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoDevice as e:
+            click.echo(f"Error: {e.line()}", err=True)
+            sys.exit(ExitCode.NO_DEVICE)
+        except KbmError as e:
+            click.echo(f"Error: {e.line()}", err=True)
+            sys.exit(ExitCode.BAD_INPUT)
+
+
+class Context:
+    """Options every command shares, resolved lazily."""
+
+    def __init__(self, store: str | None, kernelbench: str | None) -> None:
+        self.store_path = Path(store) if store else None
+        self.kernelbench = kernelbench
+
+    def problems(self) -> Any:
+        from kbm_toolkit.problems import ProblemSet
+
+        return ProblemSet.discover(self.kernelbench)
+
+    def store(self) -> Any:
+        from kbm_toolkit.paths import default_store_path
+        from kbm_toolkit.store import Store
+
+        return Store(self.store_path or default_store_path())
+
+    def resolved_store_path(self) -> Path:
+        from kbm_toolkit.paths import default_store_path
+
+        return self.store_path or default_store_path()
+
+
+@click.group(cls=KbmGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kbm")
+@click.option("--store", envvar="KBM_STORE", type=click.Path(dir_okay=False),
+              help="SQLite store to read and write [env KBM_STORE; default ~/.local/share/kbm/kbm.db].")
+@click.option("--kernelbench", envvar="KBM_KERNELBENCH", type=click.Path(exists=True, file_okay=False),
+              help="A KernelBench checkout to load problems from [env KBM_KERNELBENCH].")
+@click.pass_context
+def cli(ctx: click.Context, store: str | None, kernelbench: str | None) -> None:
+    """Measure how good a GPU-kernel benchmark's correctness checker is, by mutation analysis."""
+    ctx.obj = Context(store, kernelbench)
+
+
+@cli.command()
+@click.pass_obj
+def doctor(obj: Context) -> None:
+    """Show versions, the CUDA device, where problems come from and where the store is.
+
+    Example: kbm doctor
+    """
+    from kbm_toolkit.environment import describe_task
+    from kbm_toolkit.paths import cache_dir, embedded_store_path
+
+    info = describe_task()
+    rows = [("kbm", info["kbm"]), ("python", f"{info['python']} ({info['python_executable']})"),
+            ("torch", f"{info['torch']} (CUDA build {info.get('torch_cuda') or 'none'})"),
+            ("cuda-core", info["cuda_core"]), ("cuda-bindings", info["cuda_bindings"]),
+            ("NVRTC", info["nvrtc"])]
+    if info["cuda"]:
+        rows.append(("device", f"{info['gpu']} ({info['arch']}, {info['memory_gib']} GiB, "
+                               f"{info['gpus']} visible, driver {info.get('driver') or '?'})"))
+    else:
+        rows.append(("device", "none visible: kbm compiles (NVRTC) and reports from the store; "
+                               "gate and evaluation need a GPU"))
+    problem_set = obj.problems()
+    for origin, root in problem_set.roots:
+        count = sum(1 for p in problem_set.problems().values() if p.origin == origin)
+        rows.append((f"problems ({origin})", f"{root} ({count} problems)"))
+    if not obj.kernelbench:
+        rows.append(("KernelBench", "not set: pass --kernelbench PATH or set KBM_KERNELBENCH"))
+    rows.append(("store", str(obj.resolved_store_path())))
+    rows.append(("embedded store", f"{embedded_store_path()}"
+                 + ("" if embedded_store_path().is_file() else " (absent)")))
+    rows.append(("compile cache", str(cache_dir())))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        click.echo(f"{key.ljust(width)}  {value}")
+
+
+@cli.command("problems")
+@click.option("--level", help="Only this level (e.g. level1, demo).")
+@click.pass_obj
+def problems_cmd(obj: Context, level: str | None) -> None:
+    """List problems, whether each has a substrate, and its gate verdict in the store.
+
+    Example: kbm problems --level demo
+    """
+    from kbm_toolkit.substrates import has_substrate
+
+    store = obj.store()
+    gates = {r["problem"]: r for r in store.substrates()}
+    for p in obj.problems().select(level=level):
+        g = gates.get(p.key, {})
+        status = g.get("gate_status") or ("not gated" if has_substrate(p) else "no substrate")
+        click.echo(f"{p.key:<48} {status}")
+
+
+@cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--level", help="Gate every problem of this level (default: every problem with a substrate).")
+@click.option("--arch", help="Compile for this target (default: the device's; sm_90 without one).")
+@click.option("--tolerance", type=float, default=1e-3, show_default=True,
+              help="atol = rtol a substrate must meet on every gate input.")
+@click.option("--timeout", type=float, default=900.0, show_default=True,
+              help="Seconds one substrate's gate may take before its worker is killed.")
+@click.option("--compile-only", is_flag=True, help="Only compile with NVRTC; run nothing on a GPU.")
+@click.pass_obj
+def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,
+         tolerance: float, timeout: float, compile_only: bool) -> None:
+    """Check substrates against their references on official and harder inputs.
+
+    Only gated substrates may be mutated. Without a GPU, compiles every substrate and shows the
+    stored verdicts (your store's, else the embedded one made on an H200).
+
+    Example: kbm gate --level demo
+    """
+    from kbm_toolkit import gate as gating
+    from kbm_toolkit.nvrtc import DEFAULT_ARCH
+    from kbm_toolkit.report_gate import print_compile, print_gate_results, print_stored_gates
+    from kbm_toolkit.substrates import has_substrate
+    from kbm_toolkit.workers import Worker
+
+    selected = obj.problems().select(problems, level)
+    if not problems:
+        selected = [p for p in selected if has_substrate(p)]
+    store = obj.store()
+    env: dict[str, Any] = {"cuda": False}
+    worker = Worker("kbm_toolkit.gate:worker_task")
+    try:
+        if not compile_only:
+            reply = worker.run({"op": "describe"}, timeout=120)
+            env = reply.value if reply.status == "ok" else env
+        compiled = gating.compile_substrates(selected, arch or env.get("arch") or DEFAULT_ARCH, store)
+        failed_compiles = [c for c in compiled if c.error]
+        if not env.get("cuda"):
+            print_compile(compiled)
+            if not compile_only:
+                click.echo("No CUDA device visible: nothing was gated on this machine.")
+                print_stored_gates(store, [p.key for p in selected])
+            if failed_compiles:
+                sys.exit(ExitCode.BAD_INPUT)
+            return
+        results = gating.gate_compiled(compiled, store, worker, env, tolerance, timeout,
+                                       on_result=lambda r: click.echo(
+                                           f"  {r.problem}: {r.status}", err=True))
+    finally:
+        worker.close()
+    print_gate_results(results, env)
+    if any(r.status != "passed" for r in results):
+        sys.exit(ExitCode.GATE_FAILED)
+
+
+@cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--level", help="Check every problem of this level that has a substrate.")
+@click.option("--arch", default="sm_90", show_default=True, help="Compile for this target.")
+@click.pass_obj
+def check(obj: Context, problems: tuple[str, ...], level: str | None, arch: str) -> None:
+    """Check substrates without a GPU: compile with NVRTC and dry-run each launcher.
+
+    The dry run executes launch.py on meta tensors (default shapes and every shape in
+    substrate.toml): kernel names, argument types, launch limits, the no-torch-compute rule, and
+    the output's shape against the reference's.
+
+    Example: kbm check --level demo
+    """
+    from kbm_toolkit.dryrun import dry_run
+    from kbm_toolkit.nvrtc import compile_source
+    from kbm_toolkit.substrates import has_substrate, substrate_for
+
+    selected = obj.problems().select(problems, level)
+    if not problems:
+        selected = [p for p in selected if has_substrate(p)]
+    failures = 0
+    for problem in selected:
+        try:
+            substrate = substrate_for(problem)
+            image = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
+            shapes = [None, *substrate.gate_shapes]
+            runs = [dry_run(problem, substrate, shape) for shape in shapes]
+            launches = sum(len(r.launches) for r in runs)
+            click.echo(f"ok    {problem.key:<44} image {image.image_hash[:12]}, "
+                       f"{len(shapes)} shape(s), {launches} launch(es)")
+        except Exception as e:  # report every substrate, whatever breaks in one
+            failures += 1
+            why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+            click.echo(f"FAIL  {problem.key:<44} {why}")
+    click.echo(f"{len(selected) - failures} of {len(selected)} substrates pass the static checks.")
+    if failures:
+        sys.exit(ExitCode.BAD_INPUT)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="kbm")

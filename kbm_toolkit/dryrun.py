@@ -1,0 +1,138 @@
+"""Check a substrate without a GPU: run its launcher on meta tensors against its kernels' signatures.
+
+Every launch is checked for argument count and types, tensor dtypes and contiguity, and launch
+dimensions within CUDA's limits; the launcher runs under the no-torch-compute guard; the output's
+shape and dtype are compared with the reference's, computed on the meta device. CI runs this for
+every shipped substrate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbm_toolkit.errors import LaunchError, SubstrateError
+from kbm_toolkit.launch_guard import guard
+from kbm_toolkit.problems import Problem
+from kbm_toolkit.signatures import Signature
+from kbm_toolkit.substrates import Substrate
+
+MAX_BLOCK_THREADS = 1024
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_DYNAMIC_SHMEM = 48 * 1024
+"""Above 48 KiB a kernel must opt in with a function attribute, which launchers cannot set."""
+
+
+@dataclass
+class Launch:
+    """One launch a launcher asked for."""
+
+    kernel: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    shmem: int
+
+
+@dataclass
+class DryRun:
+    """What a launcher did with one input."""
+
+    launches: list[Launch] = field(default_factory=list)
+    output_shape: tuple[int, ...] = ()
+    reference_shape: tuple[int, ...] = ()
+
+
+class RecordingKernels:
+    """Stands in for `runtime.Kernels`: validates every launch against the signatures, runs nothing."""
+
+    def __init__(self, signatures: dict[str, Signature], where: str) -> None:
+        import torch
+
+        self._torch = torch
+        self._signatures = signatures
+        self._where = where
+        self.launches: list[Launch] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._signatures:
+            raise AttributeError(f"{self._where}: no extern \"C\" __global__ kernel named {name!r}")
+        return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
+
+    def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
+        torch = self._torch
+        sig = self._signatures[name]
+        if len(args) != len(sig.params):
+            raise LaunchError(f"kernel {name} takes {len(sig.params)} arguments, launcher gave {len(args)}",
+                              self._where)
+        for p, a in zip(sig.params, args):
+            if p.pointer:
+                if not isinstance(a, torch.Tensor):
+                    raise LaunchError(f"kernel {name}: {p.name} is a pointer, got {type(a).__name__}", self._where)
+                if not a.is_contiguous():
+                    raise LaunchError(f"kernel {name}: tensor for {p.name} must be contiguous", self._where)
+                if str(a.dtype).removeprefix("torch.") != p.dtype:
+                    raise LaunchError(f"kernel {name}: {p.name} expects {p.dtype}, got {a.dtype}", self._where)
+            elif isinstance(a, torch.Tensor) or not isinstance(a, (int, float, bool)):
+                raise LaunchError(f"kernel {name}: {p.name} is a scalar, got {type(a).__name__}", self._where)
+            elif p.dtype.startswith(("int", "uint")) and not isinstance(a, int):
+                raise LaunchError(f"kernel {name}: {p.name} is {p.dtype}, got {type(a).__name__}", self._where)
+            elif p.dtype == "int32" and not -2**31 <= a < 2**31:
+                raise LaunchError(f"kernel {name}: {p.name}={a} overflows int32; use long long", self._where)
+        g = (grid,) if isinstance(grid, int) else tuple(grid)
+        b = (block,) if isinstance(block, int) else tuple(block)
+        if not all(isinstance(v, int) for v in g + b) or len(g) > 3 or len(b) > 3:
+            raise LaunchError(f"kernel {name}: grid and block must be up to three ints", self._where)
+        threads = 1
+        for v in b:
+            threads *= v
+        if threads > MAX_BLOCK_THREADS:
+            raise LaunchError(f"kernel {name}: block of {threads} threads exceeds {MAX_BLOCK_THREADS}", self._where)
+        if any(v > limit for v, limit in zip(g, MAX_GRID)):
+            raise LaunchError(f"kernel {name}: grid {g} exceeds CUDA's limits {MAX_GRID}", self._where)
+        if shmem > MAX_DYNAMIC_SHMEM:
+            raise LaunchError(f"kernel {name}: {shmem} bytes of dynamic shared memory exceed 48 KiB", self._where)
+        self.launches.append(Launch(name, g, b, int(shmem)))
+
+    def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
+        return self._torch.empty(*shape, dtype=dtype or self._torch.float32, device="meta")
+
+    def empty_like(self, like: Any, dtype: Any = None) -> Any:
+        return self._torch.empty_like(like, dtype=dtype, memory_format=self._torch.contiguous_format)
+
+    def zeros(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
+        return self._torch.zeros(*shape, dtype=dtype or self._torch.float32, device="meta")
+
+    cdiv = staticmethod(lambda a, b: -(-int(a) // int(b)))
+
+
+def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | None = None) -> DryRun:
+    """Run `substrate`'s launcher on meta tensors shaped like the problem's inputs."""
+    import torch
+
+    module = problem.load(overrides)
+    with torch.device("meta"):
+        init = module.init_inputs()
+        with torch.no_grad():
+            model = module.Model(*init)
+        inputs = list(module.namespace["get_inputs"]())
+    inputs = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in inputs]
+    result = DryRun()
+    try:
+        with torch.no_grad():
+            ref = model(*inputs)
+        result.reference_shape = tuple(ref.shape)
+    except Exception:  # some references cannot run on meta; then only the launcher is checked
+        ref = None
+    kernels = RecordingKernels(substrate.signatures(), str(substrate.kernel_path))
+    with torch.no_grad(), guard(str(substrate.launcher_path)):
+        out = substrate.launcher(kernels, model, *inputs)
+    result.launches = kernels.launches
+    if not isinstance(out, torch.Tensor):
+        raise SubstrateError(f"launcher returned {type(out).__name__}, not a tensor", substrate.launcher_path)
+    result.output_shape = tuple(out.shape)
+    if not result.launches:
+        raise SubstrateError("launcher launched no kernel", substrate.launcher_path)
+    if ref is not None and (out.shape != ref.shape or out.dtype != ref.dtype):
+        raise SubstrateError(f"output is {tuple(out.shape)} {out.dtype}, reference is "
+                             f"{tuple(ref.shape)} {ref.dtype}", substrate.launcher_path)
+    return result

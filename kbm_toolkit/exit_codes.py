@@ -1,0 +1,22 @@
+"""Exit codes of the `kbm` command: one enum, one meaning each (docs/exit-codes.md)."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What a `kbm` process's exit status means, in precedence order for one run."""
+
+    OK = 0
+    """Everything asked for was done and passed."""
+    USAGE = 2
+    """Bad command line (Click's own usage-error code)."""
+    BAD_INPUT = 3
+    """A problem, substrate, rule or protocol file is malformed or missing."""
+    GATE_FAILED = 4
+    """A correct substrate failed its own gate: fix the substrate before trusting any score."""
+    NO_DEVICE = 5
+    """The command needs a CUDA device and none is visible."""
+    INTERNAL = 70
+    """A bug in kbm: please report it with the traceback."""

@@ -1,0 +1,222 @@
+"""The gate: a substrate may be mutated only once it passes its reference on official and harder inputs.
+
+Harder inputs are the official draw negated and tripled, a sign-mixed normal redraw, and any
+odd shapes the substrate declares. An input on which the reference itself is non-finite or raises
+is skipped (it tests nothing). A failing gate is the substrate's fault, not the protocol's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.inputs import InputSpec
+from kbm_toolkit.problems import Problem, trial_seeds
+from kbm_toolkit.substrates import Substrate
+
+GATE_TOLERANCE = 1e-3
+"""The tightest tolerance an adapter ships besides KernelBench main's 1e-4 (DESIGN.md)."""
+
+OFFICIAL_TRIALS = 5
+
+
+@dataclass
+class GateRow:
+    """One input of the gate and how the substrate fared on it."""
+
+    label: str
+    spec: dict[str, Any]
+    spec_id: str
+    outcome: str
+    """`pass`, `value`, `nonfinite`, `shape`, `crash`, or `skipped` (reference unusable)."""
+    margin: float | None = None
+    max_abs: float | None = None
+    ref_ms: float | None = None
+    kernel_ms: float | None = None
+    note: str = ""
+
+
+@dataclass
+class GateResult:
+    """The verdict on one substrate."""
+
+    problem: str
+    status: str
+    """`passed`, `failed` (wrong on some input), or `error` (could not be run at all)."""
+    tolerance: float
+    worst_margin: float | None = None
+    rows: list[GateRow] = field(default_factory=list)
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GateResult":
+        rows = [GateRow(**r) for r in data.pop("rows", [])]
+        return cls(**data, rows=rows)
+
+
+def gate_specs(problem: Problem, substrate: Substrate, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
+    """The official trials, then the harder valid set, as input specs."""
+    seeds = trial_seeds(trials)
+    key, s0 = problem.key, seeds[0]
+    specs = [InputSpec(key, s, label=f"official trial {i}") for i, s in enumerate(seeds)]
+    specs += [
+        InputSpec(key, s0, transforms=(("scale", -1.0),), label="official x -1"),
+        InputSpec(key, s0, transforms=(("scale", 3.0),), label="official x 3"),
+        InputSpec(key, s0, base="normal", params=(0.0, 1.0), label="normal(0, 1)"),
+    ]
+    for shape in substrate.gate_shapes:
+        words = ", ".join(f"{k}={v}" for k, v in shape.items())
+        overrides = tuple(sorted(shape.items()))
+        specs += [InputSpec(key, s0, shape=overrides, label=f"official, {words}"),
+                  InputSpec(key, s0, base="normal", params=(0.0, 1.0), shape=overrides,
+                            label=f"normal(0, 1), {words}")]
+    return specs
+
+
+def gate_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Worker task: gate one substrate with a compiled image (runs on the GPU)."""
+    from kbm_toolkit.nvrtc import Image
+
+    problem = Problem(**{**task["problem"], "path": Path(task["problem"]["path"])})
+    substrate = Substrate(problem.key, Path(task["substrate"]))
+    image = Image(**task["image"])
+    return run_gate(problem, substrate, image, task.get("tolerance", GATE_TOLERANCE)).to_dict()
+
+
+def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: float = GATE_TOLERANCE,
+             device: str = "cuda") -> GateResult:
+    """Run the substrate against its reference on every gate input."""
+    import torch
+
+    from kbm_toolkit.execute import LoadedKernel
+    from kbm_toolkit.margin import compare
+
+    result = GateResult(problem.key, "passed", tolerance)
+    kernel = LoadedKernel(substrate, image)
+    built: dict[tuple, tuple[Any, Any]] = {}
+    for spec in gate_specs(problem, substrate):
+        row = GateRow(spec.label, spec.record(), spec.id, "skipped")
+        result.rows.append(row)
+        try:
+            if spec.shape not in built:
+                module = problem.load(dict(spec.shape))
+                built[spec.shape] = (module, module.build_model(device))
+            module, model = built[spec.shape]
+            inputs = spec.build(module, device)
+            start = time.perf_counter()
+            with torch.no_grad():
+                ref = model(*inputs)
+            torch.cuda.synchronize()
+            row.ref_ms = (time.perf_counter() - start) * 1000
+        except KbmError as e:
+            row.note = f"reference unusable: {e.message}"
+            continue
+        except Exception as e:  # the reference may reject an odd shape: not the substrate's fault
+            row.note = f"reference raised {type(e).__name__}: {str(e)[:160]}"
+            continue
+        if isinstance(ref, torch.Tensor) and ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
+            row.note = "reference is non-finite on this input"
+            continue
+        try:
+            start = time.perf_counter()
+            out = kernel(model, inputs)
+            row.kernel_ms = (time.perf_counter() - start) * 1000
+            cmp = compare(ref, out).judged(tolerance)
+            row.outcome, row.margin, row.max_abs = cmp.outcome.value, cmp.margin, cmp.max_abs
+        except KbmError as e:
+            row.outcome, row.note = "crash", e.line()
+            result.status, result.message = "error", e.line()
+            break
+        except Exception as e:  # a CUDA error poisons the context: stop this substrate here
+            row.outcome, row.note = "crash", f"{type(e).__name__}: {str(e)[:300]}"
+            result.status, result.message = "failed", row.note
+            break
+        finally:
+            del inputs
+        if row.outcome != "pass" and result.status == "passed":
+            result.status = "failed"
+            result.message = f"{row.label}: {row.outcome} (margin {row.margin:.3g})"
+    ran = [r.margin for r in result.rows if r.margin is not None and r.outcome in ("pass", "value")]
+    result.worst_margin = max(ran) if ran else None
+    if not any(r.outcome != "skipped" for r in result.rows) and result.status == "passed":
+        result.status, result.message = "error", "the reference was unusable on every gate input"
+    return result
+
+
+# -- orchestration (parent side: compiles, schedules worker tasks, writes the store) ------------
+
+@dataclass
+class Compiled:
+    """A problem's substrate compiled for one arch, or why it could not be."""
+
+    problem: Problem
+    substrate: Substrate | None
+    image: Any = None
+    error: str = ""
+
+
+def compile_substrates(problems: list[Problem], arch: str, store: Any = None,
+                       substrates_root: Path | None = None) -> list[Compiled]:
+    """Compile every problem's substrate with NVRTC; record images (or errors) in `store`."""
+    from kbm_toolkit.nvrtc import compile_source
+    from kbm_toolkit.substrates import substrate_for
+
+    done = []
+    for problem in problems:
+        item = Compiled(problem, None)
+        try:
+            item.substrate = substrate_for(problem, substrates_root)
+            kernels = sorted(item.substrate.signatures())
+            item.image = compile_source(item.substrate.source, arch, where=str(item.substrate.kernel_path))
+        except KbmError as e:
+            item.error = e.line()
+            kernels = []
+        if store is not None:
+            store.record_problem(problem)
+            if item.substrate is not None:
+                store.record_compile(problem.key, item.substrate.source_hash,
+                                     item.image.image_hash if item.image else None, arch, kernels,
+                                     item.image.compile_ms if item.image else None, item.error)
+        done.append(item)
+    return done
+
+
+def worker_task(task: dict[str, Any]) -> Any:
+    """The gate worker's entry point: `describe` the device, or `gate` one substrate."""
+    if task["op"] == "describe":
+        from kbm_toolkit.environment import describe_task
+
+        return describe_task()
+    return gate_task(task)
+
+
+def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[str, Any],
+                  tolerance: float = GATE_TOLERANCE, timeout: float = 900.0,
+                  on_result: Any = None) -> list[GateResult]:
+    """Gate each compiled substrate in the worker; every verdict is committed as it arrives."""
+    run_id = store.start_run("gate", env)
+    results = []
+    for item in compiled:
+        if item.error:
+            result = GateResult(item.problem.key, "error", tolerance, message=item.error)
+        else:
+            task = {"op": "gate", "problem": {**asdict(item.problem), "path": str(item.problem.path)},
+                    "substrate": str(item.substrate.folder), "image": asdict(item.image), "tolerance": tolerance}
+            reply = worker.run(task, timeout)
+            if reply.status == "ok":
+                result = GateResult.from_dict(reply.value)
+            else:
+                status = "error" if reply.status == "error" else "failed"
+                result = GateResult(item.problem.key, status, tolerance, message=f"{reply.status}: {reply.message}")
+        store.record_gate(run_id, result)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    store.finish_run(run_id)
+    return results

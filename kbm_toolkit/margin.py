@@ -1,0 +1,87 @@
+"""How far a candidate output is from the reference, in the terms of KernelBench's allclose.
+
+`torch.allclose(ref, out, atol=t, rtol=t)` passes iff |ref - out| <= t * (1 + |out|) everywhere,
+so the margin max |ref - out| / (1 + |out|) decides every tolerance at once: pass iff margin <= t.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    """The outcome of one evaluation of a kernel on one input."""
+
+    PASS = "pass"
+    """Finite, same shape; the margin decides any tolerance."""
+    VALUE = "value"
+    """Finite, same shape, but the margin exceeds the tolerance it was judged at."""
+    NONFINITE = "nonfinite"
+    """A NaN anywhere, or an infinity the other side lacks: allclose fails at every tolerance."""
+    SHAPE = "shape"
+    """Output shape (or type) differs from the reference's."""
+    CRASH = "crash"
+    """The launch raised or the worker died."""
+    TIMEOUT = "timeout"
+    """The launch overran its deadline and the worker was killed."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Margin and largest absolute error of one output against its reference."""
+
+    outcome: Outcome
+    margin: float
+    """max |ref - out| / (1 + |out|); +inf for nonfinite, shape, crash and timeout."""
+    max_abs: float
+    """max |ref - out|, for protocols with an absolute-only tolerance; +inf as above."""
+
+    def passes(self, tolerance: float) -> bool:
+        """Whether allclose(atol=rtol=tolerance) accepts this output."""
+        return self.margin <= tolerance
+
+    def judged(self, tolerance: float) -> "Comparison":
+        """This comparison with `pass` turned into `value` when the margin exceeds `tolerance`."""
+        if self.outcome is Outcome.PASS and not self.passes(tolerance):
+            return Comparison(Outcome.VALUE, self.margin, self.max_abs)
+        return self
+
+
+def failed(outcome: Outcome) -> Comparison:
+    """A comparison for an output that never arrived (crash, timeout) or cannot be compared."""
+    return Comparison(outcome, math.inf, math.inf)
+
+
+def compare(ref: Any, out: Any) -> Comparison:
+    """Compare a reference output with a candidate's, as KernelBench's check would."""
+    import torch
+
+    if not isinstance(out, torch.Tensor) or not isinstance(ref, torch.Tensor) or ref.shape != out.shape:
+        return failed(Outcome.SHAPE)
+    with torch.no_grad():
+        ref_f, out_f = _as_float(ref), _as_float(out)
+        if bool(torch.isnan(ref_f).any()) or bool(torch.isnan(out_f).any()):
+            return failed(Outcome.NONFINITE)
+        inf_ref, inf_out = torch.isinf(ref_f), torch.isinf(out_f)
+        if bool(inf_ref.any()) or bool(inf_out.any()):
+            if not bool(torch.equal(inf_ref, inf_out)) or not bool(torch.equal(ref_f[inf_ref], out_f[inf_out])):
+                return failed(Outcome.NONFINITE)
+            finite = ~inf_ref
+            ref_f, out_f = ref_f[finite], out_f[finite]
+        if ref_f.numel() == 0:
+            return Comparison(Outcome.PASS, 0.0, 0.0)
+        diff = (ref_f - out_f).abs_()
+        max_abs = float(diff.max())
+        margin = float(diff.div_(out_f.abs().add_(1.0)).max())
+    return Comparison(Outcome.PASS, margin, max_abs)
+
+
+def _as_float(t: Any) -> Any:
+    import torch
+
+    # allclose compares floats in their own dtype; integers and bools are compared exactly, and
+    # float64 keeps int64 indices exact far beyond any tensor size.
+    return t if t.is_floating_point() else t.to(torch.float64)

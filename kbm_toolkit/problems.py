@@ -1,0 +1,239 @@
+"""Benchmark problems in KernelBench format, loaded and seeded exactly as KernelBench does.
+
+A problem file defines `class Model(nn.Module)`, `get_inputs()`, `get_init_inputs()` and module
+level size constants. Weights are built once under seed 42 on the CPU (bit-identical to
+KernelBench's); each trial reseeds and calls `get_inputs()`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from kbm_toolkit.errors import ProblemError
+from kbm_toolkit.paths import data_dir
+
+WEIGHT_SEED = 42
+"""KernelBench seeds init inputs and weights with 42 (eval.py's `seed_num`)."""
+
+TRIAL_SEED = 42
+"""The seed from which the official check draws its per-trial seeds."""
+
+LEVELS_IN_SCOPE = ("level1", "level2", "level3")
+"""KernelBench level 4 downloads model weights at run time: out of scope."""
+
+_FILE_RE = re.compile(r"^(\d+)_(.+)\.py$")
+_CONSTANT_TYPES = (int, float, bool)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One benchmark task: a KernelBench-format file and where it came from."""
+
+    key: str
+    """Stable name, `<level>/<id>_<Name>`, e.g. `level1/23_Softmax` or `demo/2_Softmax`."""
+    level: str
+    number: int
+    name: str
+    path: Path
+    origin: str
+    """`builtin` (kbm's own set) or `kernelbench` (a user's checkout)."""
+
+    @property
+    def source(self) -> str:
+        """The file's text."""
+        return self.path.read_text()
+
+    @property
+    def source_hash(self) -> str:
+        """sha256 of the file, to notice when a checkout changes under stored results."""
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def load(self, overrides: dict[str, Any] | None = None) -> "ProblemModule":
+        """Execute the file in a fresh namespace, with module constants overridden."""
+        return ProblemModule.from_problem(self, overrides or {})
+
+
+@dataclass
+class ProblemModule:
+    """A problem file executed in its own namespace."""
+
+    problem: Problem
+    namespace: dict[str, Any]
+    constants: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_problem(cls, problem: Problem, overrides: dict[str, Any]) -> "ProblemModule":
+        """Run the file and check it has what a KernelBench problem must have."""
+        source = problem.source
+        try:
+            tree = ast.parse(source, filename=str(problem.path))
+        except SyntaxError as e:
+            raise ProblemError(f"syntax error: {e.msg}", f"{problem.path}:{e.lineno}") from None
+        namespace: dict[str, Any] = {"__name__": f"kbm_problem_{problem.level}_{problem.number}",
+                                     "__file__": str(problem.path)}
+        try:
+            exec(compile(tree, str(problem.path), "exec"), namespace)
+        except Exception as e:  # the file is user input: report any failure as a problem error
+            raise ProblemError(f"executing the file raised {type(e).__name__}: {e}", problem.path) from e
+        missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(namespace.get(n))]
+        if missing:
+            raise ProblemError(f"not a KernelBench problem: missing {', '.join(missing)}", problem.path)
+        constants = {name: namespace[name] for name in _constant_names(tree)
+                     if _is_constant_value(namespace.get(name))}
+        unknown = sorted(set(overrides) - set(constants))
+        if unknown:
+            raise ProblemError(
+                f"no module constant {', '.join(map(repr, unknown))} to override "
+                f"(constants: {', '.join(sorted(constants)) or 'none'})", problem.path)
+        namespace.update(overrides)
+        constants.update(overrides)
+        return cls(problem, namespace, constants)
+
+    @property
+    def Model(self) -> type:  # noqa: N802 - mirrors the problem file's name
+        """The reference `nn.Module` class."""
+        return self.namespace["Model"]
+
+    def init_inputs(self) -> list[Any]:
+        """`get_init_inputs()` under seed 42, as KernelBench calls it."""
+        set_seed(WEIGHT_SEED)
+        return list(self._call("get_init_inputs"))
+
+    def build_model(self, device: str = "cpu") -> Any:
+        """The reference model: weights drawn once on the CPU under seed 42, then moved."""
+        import torch
+
+        init = self.init_inputs()
+        with torch.no_grad():
+            set_seed(WEIGHT_SEED)
+            try:
+                model = self.Model(*init)
+            except Exception as e:
+                raise ProblemError(f"Model(*get_init_inputs()) raised {type(e).__name__}: {e}",
+                                   self.problem.path) from e
+        return model.to(device)
+
+    def inputs(self, seed: int, device: str = "cpu") -> list[Any]:
+        """`get_inputs()` under `seed`, built directly on `device`; integer dtypes are kept."""
+        import torch
+
+        set_seed(seed)
+        with torch.device(device):
+            values = self._call("get_inputs")
+        return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+    def _call(self, name: str) -> Iterable[Any]:
+        try:
+            result = self.namespace[name]()
+        except Exception as e:
+            raise ProblemError(f"{name}() raised {type(e).__name__}: {e}", self.problem.path) from e
+        if not isinstance(result, (list, tuple)):
+            raise ProblemError(f"{name}() must return a list, got {type(result).__name__}",
+                               self.problem.path)
+        return result
+
+
+def set_seed(seed: int) -> None:
+    """Seed torch's CPU and CUDA generators, as KernelBench's `set_seed` does."""
+    import torch
+
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed(seed)
+
+
+def trial_seeds(count: int, seed: int = TRIAL_SEED) -> list[int]:
+    """The per-trial seeds the official check draws: `randint(0, 2**32 - 1)` after seeding 42."""
+    import torch
+
+    torch.manual_seed(seed)
+    return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+
+
+def _constant_names(tree: ast.Module) -> list[str]:
+    names = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for target in targets:
+            if isinstance(target, ast.Name):
+                names.append(target.id)
+    return names
+
+
+def _is_constant_value(value: Any) -> bool:
+    if isinstance(value, _CONSTANT_TYPES):
+        return True
+    return isinstance(value, (tuple, list)) and all(isinstance(v, _CONSTANT_TYPES) for v in value)
+
+
+class ProblemSet:
+    """The problems kbm can see: its own built-in set, plus a KernelBench checkout if given."""
+
+    def __init__(self, roots: list[tuple[str, Path]]) -> None:
+        self.roots = roots
+        self._problems: dict[str, Problem] | None = None
+
+    @classmethod
+    def discover(cls, kernelbench: str | Path | None = None) -> "ProblemSet":
+        """Built-in problems, plus `kernelbench` (or `KBM_KERNELBENCH`) when set."""
+        roots: list[tuple[str, Path]] = [("builtin", data_dir("problems"))]
+        checkout = kernelbench or os.environ.get("KBM_KERNELBENCH")
+        if checkout:
+            roots.append(("kernelbench", kernelbench_root(Path(checkout))))
+        return cls(roots)
+
+    def problems(self) -> dict[str, Problem]:
+        """Every problem, by key, in level then id order."""
+        if self._problems is None:
+            found: dict[str, Problem] = {}
+            for origin, root in self.roots:
+                for level_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+                    if origin == "kernelbench" and level_dir.name not in LEVELS_IN_SCOPE:
+                        continue
+                    for path in level_dir.glob("*.py"):
+                        m = _FILE_RE.match(path.name)
+                        if not m:
+                            continue
+                        key = f"{level_dir.name}/{m.group(1)}_{m.group(2)}"
+                        found[key] = Problem(key, level_dir.name, int(m.group(1)), m.group(2),
+                                             path, origin)
+            self._problems = dict(sorted(found.items(), key=lambda kv: (kv[1].level, kv[1].number)))
+        return self._problems
+
+    def get(self, ref: str) -> Problem:
+        """Resolve `level1/23_Softmax`, `level1/23`, `23_Softmax` or `Softmax` to one problem."""
+        problems = self.problems()
+        if ref in problems:
+            return problems[ref]
+        level, _, rest = ref.rpartition("/")
+        hits = [p for p in problems.values()
+                if (not level or p.level == level)
+                and rest in (str(p.number), f"{p.number}_{p.name}", p.name)]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            where = ", ".join(str(r) for _, r in self.roots)
+            raise ProblemError(f"no problem matches {ref!r} (looked in {where})")
+        raise ProblemError(f"{ref!r} is ambiguous: {', '.join(p.key for p in hits)}; give the level too")
+
+    def select(self, refs: Iterable[str] = (), level: str | None = None) -> list[Problem]:
+        """The problems named by `refs`, or every problem (of `level`, if given) when none are."""
+        refs = list(refs)
+        if refs:
+            return [self.get(r) for r in refs]
+        return [p for p in self.problems().values() if level is None or p.level == level]
+
+
+def kernelbench_root(checkout: Path) -> Path:
+    """The folder holding `level1/`…: the checkout's `KernelBench/`, or the path itself."""
+    for candidate in (checkout / "KernelBench", checkout):
+        if (candidate / "level1").is_dir():
+            return candidate
+    raise ProblemError("not a KernelBench checkout: no KernelBench/level1 folder", checkout)

@@ -1,0 +1,204 @@
+"""The store: one SQLite file (WAL) that holds every result; reports are queries over it.
+
+Its schema changes only through the ordered migrations below, each applied in a transaction
+together with its record in `_kbm_migrations`, so applying twice is harmless.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import sqlite_utils
+
+from kbm_toolkit.errors import StoreError
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
+
+
+def migration(fn: Callable[[sqlite_utils.Database], None]) -> Callable[[sqlite_utils.Database], None]:
+    """Register a schema migration; they apply in registration order, each exactly once."""
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_foundation(db: sqlite_utils.Database) -> None:
+    db["runs"].create({
+        "id": int, "kind": str, "started": str, "finished": str, "kbm": str, "host": str,
+        "gpu": str, "arch": str, "driver": str, "torch": str, "cuda_core": str, "nvrtc": str,
+        "environment": str,
+    }, pk="id")
+    db["problems"].create({
+        "key": str, "level": str, "number": int, "name": str, "origin": str, "path": str,
+        "source_hash": str, "refereeable": int, "reason": str,
+    }, pk="key")
+    db["substrates"].create({
+        "problem": str, "source_hash": str, "image_hash": str, "arch": str, "kernels": str,
+        "compile_ms": float, "compiled": str, "gate_status": str, "gate_tolerance": float,
+        "gate_worst_margin": float, "gate_run": int, "gate_message": str,
+    }, pk="problem", foreign_keys=[("problem", "problems", "key"), ("gate_run", "runs", "id")])
+    db["gate_inputs"].create({
+        "problem": str, "run": int, "position": int, "label": str, "spec_id": str, "spec": str,
+        "outcome": str, "margin": float, "max_abs": float, "ref_ms": float, "kernel_ms": float,
+        "note": str,
+    }, pk=("problem", "run", "position"),
+        foreign_keys=[("problem", "problems", "key"), ("run", "runs", "id")])
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """A kbm store at `path` (`:memory:` for tests); opening applies pending migrations."""
+
+    def __init__(self, path: str | Path, readonly: bool = False) -> None:
+        self.path = Path(path) if str(path) != ":memory:" else None
+        try:
+            if readonly:
+                conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+                self.db = sqlite_utils.Database(conn)
+            elif self.path is None:
+                self.db = sqlite_utils.Database(memory=True)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite_utils.Database(self.path)
+                self.db.enable_wal()
+            if readonly:
+                self._check_known()
+            else:
+                self.migrate()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"not a usable kbm store: {e}", path) from None
+
+    # -- schema ---------------------------------------------------------------------------
+    def applied(self) -> list[str]:
+        """Names of the migrations this store has had."""
+        if not self.db["_kbm_migrations"].exists():
+            return []
+        return [r["name"] for r in self.db["_kbm_migrations"].rows_where(order_by="rowid")]
+
+    def pending(self) -> list[str]:
+        """Migrations this kbm knows and the store lacks."""
+        done = set(self.applied())
+        return [name for name, _ in MIGRATIONS if name not in done]
+
+    @property
+    def schema_version(self) -> int:
+        return len(self.applied())
+
+    def _check_known(self) -> None:
+        known = {name for name, _ in MIGRATIONS}
+        unknown = [n for n in self.applied() if n not in known]
+        if unknown:
+            raise StoreError(f"written by a newer kbm (migration {unknown[0]}); upgrade kbm to read it",
+                             self.path or ":memory:")
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; return their names."""
+        self._check_known()
+        done = []
+        for name, fn in MIGRATIONS:
+            if name in set(self.applied()):
+                continue
+            with self.db.conn:
+                fn(self.db)
+                self.db["_kbm_migrations"].insert({"name": name, "applied": _now()}, pk="name")
+            done.append(name)
+        return done
+
+    # -- runs -----------------------------------------------------------------------------
+    def start_run(self, kind: str, env: dict[str, Any]) -> int:
+        """Record the start of a run with its provenance; return its id."""
+        import socket
+
+        with self.db.conn:
+            table = self.db["runs"].insert({
+                "kind": kind, "started": _now(), "kbm": env.get("kbm"), "host": socket.gethostname(),
+                "gpu": env.get("gpu"), "arch": env.get("arch"), "driver": env.get("driver"),
+                "torch": env.get("torch"), "cuda_core": env.get("cuda_core"), "nvrtc": env.get("nvrtc"),
+                "environment": json.dumps(env, sort_keys=True, default=str),
+            })
+        return int(table.last_pk)
+
+    def finish_run(self, run_id: int) -> None:
+        with self.db.conn:
+            self.db["runs"].update(run_id, {"finished": _now()})
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        return self.db["runs"].get(run_id)
+
+    # -- problems and substrates ------------------------------------------------------------
+    def record_problem(self, problem: Any) -> None:
+        """Insert or refresh one problem's row."""
+        with self.db.conn:
+            self.db["problems"].upsert({
+                "key": problem.key, "level": problem.level, "number": problem.number,
+                "name": problem.name, "origin": problem.origin, "path": str(problem.path),
+                "source_hash": problem.source_hash,
+            }, pk="key")
+
+    def record_compile(self, problem: str, source_hash: str, image_hash: str | None, arch: str,
+                       kernels: list[str], compile_ms: float | None, message: str = "") -> None:
+        """Record a substrate's compiled image; a new source clears its old gate verdict."""
+        row = self.db["substrates"].get(problem) if self._has("substrates", problem) else None
+        fresh = row is None or row["source_hash"] != source_hash or row["arch"] != arch
+        values: dict[str, Any] = {
+            "problem": problem, "source_hash": source_hash, "image_hash": image_hash, "arch": arch,
+            "kernels": json.dumps(kernels), "compile_ms": compile_ms, "compiled": _now(),
+        }
+        if fresh:
+            values.update(gate_status="compile_error" if image_hash is None else None, gate_tolerance=None,
+                          gate_worst_margin=None, gate_run=None, gate_message=message or None)
+        with self.db.conn:
+            self.db["substrates"].upsert(values, pk="problem")
+
+    def record_gate(self, run_id: int, result: Any) -> None:
+        """Store one gate verdict and its per-input rows, in one transaction."""
+        with self.db.conn:
+            self.db["substrates"].upsert({
+                "problem": result.problem, "gate_status": result.status,
+                "gate_tolerance": result.tolerance, "gate_worst_margin": result.worst_margin,
+                "gate_run": run_id, "gate_message": result.message or None,
+            }, pk="problem")
+            self.db["gate_inputs"].insert_all(({
+                "problem": result.problem, "run": run_id, "position": i, "label": r.label,
+                "spec_id": r.spec_id, "spec": json.dumps(r.spec, sort_keys=True), "outcome": r.outcome,
+                "margin": _finite_or_none(r.margin), "max_abs": _finite_or_none(r.max_abs),
+                "ref_ms": r.ref_ms, "kernel_ms": r.kernel_ms, "note": r.note or None,
+            } for i, r in enumerate(result.rows)), pk=("problem", "run", "position"), replace=True)
+
+    def substrates(self) -> Iterator[dict[str, Any]]:
+        """Every substrate row with its latest gate verdict, in problem order."""
+        yield from self.db.query(
+            "select s.*, r.gpu as gate_gpu, r.started as gate_date from substrates s "
+            "left join runs r on r.id = s.gate_run left join problems p on p.key = s.problem "
+            "order by p.level, p.number")
+
+    def gate_rows(self, problem: str, run_id: int) -> list[dict[str, Any]]:
+        """Per-input gate rows of one problem in one run."""
+        return list(self.db["gate_inputs"].rows_where("problem = ? and run = ?", [problem, run_id],
+                                                      order_by="position"))
+
+    def gated(self) -> list[str]:
+        """Problems whose substrate passed its gate: the only ones mutation may use."""
+        return [r["problem"] for r in self.db["substrates"].rows_where("gate_status = 'passed'")]
+
+    def _has(self, table: str, pk: Any) -> bool:
+        try:
+            self.db[table].get(pk)
+            return True
+        except sqlite_utils.db.NotFoundError:
+            return False
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    # JSON and SQLite disagree on infinities; None with a non-pass outcome means "+inf".
+    return x if x is not None and x == x and abs(x) != float("inf") else None
