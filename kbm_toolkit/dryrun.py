@@ -14,6 +14,7 @@ from typing import Any
 from kbm_toolkit.errors import LaunchError, SubstrateError
 from kbm_toolkit.launch_guard import guard
 from kbm_toolkit.problems import Problem
+from kbm_toolkit.runtime import as_shape
 from kbm_toolkit.signatures import Signature
 from kbm_toolkit.substrates import Substrate
 
@@ -94,13 +95,13 @@ class RecordingKernels:
         self.launches.append(Launch(name, g, b, int(shmem)))
 
     def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
-        return self._torch.empty(*shape, dtype=dtype or self._torch.float32, device="meta")
+        return self._torch.empty(as_shape(shape), dtype=dtype or self._torch.float32, device="meta")
 
     def empty_like(self, like: Any, dtype: Any = None) -> Any:
         return self._torch.empty_like(like, dtype=dtype, memory_format=self._torch.contiguous_format)
 
     def zeros(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
-        return self._torch.zeros(*shape, dtype=dtype or self._torch.float32, device="meta")
+        return self._torch.zeros(as_shape(shape), dtype=dtype or self._torch.float32, device="meta")
 
     cdiv = staticmethod(lambda a, b: -(-int(a) // int(b)))
 

@@ -60,21 +60,18 @@ def compile_source(source: str, arch: str = DEFAULT_ARCH, where: str = PROGRAM_N
 def _nvrtc_cubin(source: str, arch: str, where: str) -> bytes:
     from cuda.core import Program, ProgramOptions
 
-    # Bundled headers (NVRTC >= 13.5) make <cuda_fp16.h> resolve with no toolkit installed;
-    # older NVRTCs get the toolkit's include folder instead.
-    options = [dict(use_bundled_headers=True)] if _nvrtc_at_least(13, 5) else []
-    options.append(dict(include_path=_cuda_include_dirs()))
-    last: Exception | None = None
-    for extra in options:
-        try:
-            program = Program(source, "c++", options=ProgramOptions(name=PROGRAM_NAME, arch=arch, std="c++17", **extra))
-            try:
-                return bytes(program.compile("cubin").code)
-            finally:
-                program.close()
-        except Exception as e:  # cuda.core raises its own errors carrying NVRTC's log
-            last = e
-    log = str(last)
+    # Bundled headers (NVRTC >= 13.5) resolve <cuda_fp16.h> with no toolkit installed; older
+    # NVRTCs get the toolkit's include folders instead.
+    headers = (dict(use_bundled_headers=True) if _nvrtc_at_least(13, 5)
+               else dict(include_path=_cuda_include_dirs()))
+    program = Program(source, "c++", options=ProgramOptions(name=PROGRAM_NAME, arch=arch, std="c++17", **headers))
+    log = ""
+    try:
+        return bytes(program.compile("cubin").code)
+    except Exception as e:  # cuda.core raises its own error types carrying NVRTC's log
+        log = str(e)  # keep only the text: a held traceback would keep the program alive
+    finally:
+        program.close()
     first = next((ln.strip() for ln in log.splitlines() if "error" in ln), log.strip()[:200])
     raise CompileError(f"NVRTC: {first}", where, log=log)
 

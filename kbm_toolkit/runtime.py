@@ -88,7 +88,7 @@ class Kernels:
     def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
         """A poisoned output tensor on the current GPU (float32 unless `dtype`)."""
         torch = self._torch
-        t = torch.empty(*shape, dtype=dtype or torch.float32, device=device or "cuda")
+        t = torch.empty(as_shape(shape), dtype=dtype or torch.float32, device=device or "cuda")
         return self._poison(t)
 
     def empty_like(self, like: Any, dtype: Any = None) -> Any:
@@ -98,7 +98,7 @@ class Kernels:
     def zeros(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
         """A zeroed buffer, for kernels that accumulate into their output (atomics)."""
         torch = self._torch
-        return torch.zeros(*shape, dtype=dtype or torch.float32, device=device or "cuda")
+        return torch.zeros(as_shape(shape), dtype=dtype or torch.float32, device=device or "cuda")
 
     def _poison(self, t: Any) -> Any:
         torch = self._torch
@@ -113,6 +113,13 @@ class Kernels:
     def cdiv(a: int, b: int) -> int:
         """Ceiling division, for grid sizes (one place mutation can reach host arithmetic)."""
         return -(-int(a) // int(b))
+
+
+def as_shape(shape: tuple) -> tuple[int, ...]:
+    """`k.empty(2, 3)`, `k.empty((2, 3))` and `k.empty()` (a 0-dim tensor) all work."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        return tuple(int(v) for v in shape[0])
+    return tuple(int(v) for v in shape)
 
 
 def _dims(value: Any) -> tuple[int, ...]:

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbm_toolkit import __version__
+from kbm_toolkit.cli import cli
+from kbm_toolkit.exit_codes import ExitCode
+
+COMMANDS = sorted(cli.commands)
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_version(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+
+
+def test_doctor_reports_versions_problems_and_store(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "doctor"])
+    assert result.exit_code == 0, result.output
+    for word in ("torch", "cuda-core", "NVRTC", "device", "problems (builtin)", str(tmp_path / "s.db")):
+        assert word in result.output
+
+
+def test_problems_lists_the_demo_set(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["problems", "--level", "demo"])
+    assert result.exit_code == 0 and "demo/1_LeakyReLU" in result.output
+
+
+def test_check_passes_on_the_demo_substrates(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["check", "--level", "demo"])
+    assert result.exit_code == 0, result.output
+    assert "substrates pass the static checks" in result.output
+
+
+def test_unknown_problem_is_one_line_and_bad_input_code(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["check", "NoSuchProblem"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert result.output.strip().splitlines() == [
+        result.output.strip().splitlines()[0]] and "no problem matches 'NoSuchProblem'" in result.output
+
+
+def test_kernelbench_option_must_be_a_checkout(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--kernelbench", str(tmp_path), "problems"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "not a KernelBench checkout" in result.output
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the CPU path of gate")
+def test_gate_without_a_gpu_compiles_and_says_so(runner: CliRunner, tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    result = runner.invoke(cli, ["--store", str(store), "gate", "demo/1"])
+    assert result.exit_code == 0, result.output
+    assert "NVRTC compile" in result.output and "No CUDA device visible" in result.output
+    from kbm_toolkit.store import Store
+
+    (row,) = list(Store(store).substrates())
+    assert row["problem"] == "demo/1_LeakyReLU" and row["image_hash"]
+
+
+def test_gate_compile_only(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "gate", "--compile-only", "--level", "demo"])
+    assert result.exit_code == 0, result.output
+    assert "demo/1_LeakyReLU" in result.output

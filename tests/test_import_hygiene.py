@@ -1,0 +1,26 @@
+"""Parts that work from the store alone must not import CUDA (harlequin's import-hygiene test)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEADLESS = ["kbm_toolkit.store", "kbm_toolkit.margin", "kbm_toolkit.cli", "kbm_toolkit.report_gate",
+            "kbm_toolkit.problems", "kbm_toolkit.gate", "kbm_toolkit.inputs"]
+
+
+@pytest.mark.parametrize("module", HEADLESS)
+def test_module_does_not_import_cuda(module: str) -> None:
+    code = (f"import sys, {module}\n"
+            "bad = sorted(m for m in sys.modules if m == 'cuda' or m.startswith('cuda.'))\n"
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_store_does_not_import_torch() -> None:
+    code = "import sys, kbm_toolkit.store, kbm_toolkit.report_gate; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbm_toolkit.errors import ProblemError
+from kbm_toolkit.problems import ProblemSet, kernelbench_root, trial_seeds
+
+from conftest import FIXTURES
+
+
+@pytest.fixture
+def fixture_set() -> ProblemSet:
+    return ProblemSet([("builtin", FIXTURES / "problems")])
+
+
+def test_trial_seeds_follow_the_official_draw() -> None:
+    # KernelBench: manual_seed(42), then one randint(0, 2**32 - 1) per trial.
+    torch.manual_seed(42)
+    expected = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(5)]
+    assert trial_seeds(5) == expected
+    assert len(set(expected)) == 5
+
+
+def test_weights_are_drawn_once_under_seed_42(fixture_set: ProblemSet) -> None:
+    module = fixture_set.get("good/1").load()
+    a, b = module.build_model(), module.build_model()
+    torch.manual_seed(42)  # KernelBench: set_seed(42) right before Model(*init)
+    manual = module.Model(0.5)
+    assert torch.equal(a.linear.weight, b.linear.weight)
+    assert torch.equal(a.linear.weight, manual.linear.weight)
+
+
+def test_integer_and_bool_inputs_keep_their_dtype(fixture_set: ProblemSet) -> None:
+    x, mask, targets = fixture_set.get("good/1_Masked").load().inputs(seed=7)
+    assert (x.dtype, mask.dtype, targets.dtype) == (torch.float32, torch.bool, torch.int64)
+
+
+def test_same_seed_same_inputs_other_seed_other_inputs(fixture_set: ProblemSet) -> None:
+    module = fixture_set.get("good/1").load()
+    assert torch.equal(module.inputs(3)[0], module.inputs(3)[0])
+    assert not torch.equal(module.inputs(3)[0], module.inputs(4)[0])
+
+
+def test_constants_are_found_including_chained_assignments(fixture_set: ProblemSet) -> None:
+    constants = fixture_set.get("good/1").load().constants
+    assert constants == {"batch": 4, "dim": 8, "rows": 3, "cols": 3, "scale": 0.5}
+
+
+def test_constant_override_changes_inputs_and_model(fixture_set: ProblemSet) -> None:
+    module = fixture_set.get("good/1").load({"batch": 2, "dim": 5})
+    x, _, _ = module.inputs(0)
+    assert x.shape == (2, 5)
+    assert module.build_model().linear.weight.shape == (5, 5)
+
+
+def test_unknown_override_names_the_file_and_the_constants(fixture_set: ProblemSet) -> None:
+    with pytest.raises(ProblemError) as e:
+        fixture_set.get("good/1").load({"width": 3})
+    assert "1_Masked.py" in e.value.line() and "'width'" in e.value.line() and "batch" in e.value.line()
+
+
+@pytest.mark.parametrize("ref, words", [
+    ("bad/1_SyntaxError", "1_SyntaxError.py:2: syntax error"),         # line number of the fault
+    ("bad/2_NoGetInputs", "missing get_inputs"),                        # contract function absent
+    ("bad/3_RaisesOnImport", "raised ZeroDivisionError"),               # module-level code fails
+])
+def test_malformed_problem_files_fail_with_file_and_reason(fixture_set: ProblemSet, ref: str, words: str) -> None:
+    with pytest.raises(ProblemError) as e:
+        fixture_set.get(ref).load()
+    assert words in e.value.line()
+    assert ref.split("/")[1] in e.value.line()
+
+
+def test_get_inputs_must_return_a_list(fixture_set: ProblemSet) -> None:
+    with pytest.raises(ProblemError, match="get_inputs\\(\\) must return a list"):
+        fixture_set.get("bad/4").load().inputs(0)
+
+
+@pytest.mark.parametrize("ref", ["good/1_Masked", "good/1", "1_Masked", "Masked"])
+def test_problem_references_resolve(fixture_set: ProblemSet, ref: str) -> None:
+    assert fixture_set.get(ref).key == "good/1_Masked"
+
+
+def test_ambiguous_and_missing_references_say_so(fixture_set: ProblemSet) -> None:
+    with pytest.raises(ProblemError, match="ambiguous"):
+        fixture_set.get("1")
+    with pytest.raises(ProblemError, match="no problem matches 'Nope'"):
+        fixture_set.get("Nope")
+
+
+def test_demo_set_spans_the_fault_families(demo: ProblemSet) -> None:
+    names = " ".join(p.name for p in demo.select(level="demo")).lower()
+    for word in ("relu", "softmax", "norm", "matmul", "argmax", "cumsum", "conv", "pool"):
+        assert word in names
+
+
+def test_a_folder_that_is_not_a_checkout_is_refused(tmp_path) -> None:
+    with pytest.raises(ProblemError, match="not a KernelBench checkout"):
+        kernelbench_root(tmp_path)
+
+
+@pytest.mark.kernelbench
+def test_every_kernelbench_level1_and_level2_problem_loads(kernelbench_problems: ProblemSet) -> None:
+    problems = [p for p in kernelbench_problems.problems().values() if p.level in ("level1", "level2")]
+    assert len(problems) == 200
+    for p in problems:
+        module = p.load()
+        assert module.constants, p.key

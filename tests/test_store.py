@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kbm_toolkit.errors import StoreError
+from kbm_toolkit.gate import GateResult, GateRow
+from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.store import MIGRATIONS, Store
+
+
+def test_new_store_has_every_migration_and_none_pending(fresh_store: Store) -> None:
+    assert fresh_store.applied() == [name for name, _ in MIGRATIONS]
+    assert fresh_store.pending() == [] and fresh_store.schema_version == len(MIGRATIONS)
+    assert {"runs", "problems", "substrates", "gate_inputs"} <= set(fresh_store.db.table_names())
+
+
+def test_migrating_twice_is_harmless(db_path: Path) -> None:
+    Store(db_path).close()
+    store = Store(db_path)
+    assert store.migrate() == [] and store.schema_version == len(MIGRATIONS)
+
+
+def test_file_store_uses_wal(db_path: Path) -> None:
+    store = Store(db_path)
+    assert store.db.journal_mode == "wal"
+
+
+def test_a_store_from_a_newer_kbm_is_refused(db_path: Path) -> None:
+    store = Store(db_path)
+    store.db["_kbm_migrations"].insert({"name": "m999_future", "applied": "2030-01-01"})
+    store.close()
+    with pytest.raises(StoreError, match="newer kbm \\(migration m999_future\\)"):
+        Store(db_path)
+
+
+def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("not a database, just text " * 100)
+    with pytest.raises(StoreError, match="not a usable kbm store"):
+        Store(path)
+
+
+def _gate_result(problem: str, status: str = "passed") -> GateResult:
+    rows = [GateRow("official trial 0", {"seed": 1}, "aaaa", "pass", 1e-7, 2e-7, 1.0, 0.5),
+            GateRow("official x -1", {"seed": 1}, "bbbb", "value" if status == "failed" else "pass", 2e-2, 3e-2),
+            GateRow("odd shape", {"seed": 1}, "cccc", "skipped", note="reference is non-finite")]
+    return GateResult(problem, status, 1e-3, worst_margin=2e-2 if status == "failed" else 1e-7, rows=rows)
+
+
+def test_gate_verdicts_and_rows_round_trip(fresh_store: Store, demo: ProblemSet) -> None:
+    problem = demo.get("demo/1")
+    fresh_store.record_problem(problem)
+    fresh_store.record_compile(problem.key, "src", "img", "sm_90", ["leaky_relu"], 12.0)
+    run = fresh_store.start_run("gate", {"gpu": "NVIDIA H200", "arch": "sm_90", "kbm": "0.1.0"})
+    fresh_store.record_gate(run, _gate_result(problem.key))
+    fresh_store.finish_run(run)
+    (row,) = list(fresh_store.substrates())
+    assert row["gate_status"] == "passed" and row["gate_gpu"] == "NVIDIA H200"
+    assert fresh_store.gated() == [problem.key]
+    assert [r["outcome"] for r in fresh_store.gate_rows(problem.key, run)] == ["pass", "pass", "skipped"]
+    assert fresh_store.run(run)["finished"] is not None
+
+
+def test_a_changed_source_clears_the_old_verdict(fresh_store: Store, demo: ProblemSet) -> None:
+    problem = demo.get("demo/1")
+    fresh_store.record_problem(problem)
+    fresh_store.record_compile(problem.key, "src-1", "img-1", "sm_90", ["k"], 1.0)
+    fresh_store.record_gate(fresh_store.start_run("gate", {}), _gate_result(problem.key))
+    fresh_store.record_compile(problem.key, "src-1", "img-1", "sm_90", ["k"], 1.0)
+    assert fresh_store.gated() == [problem.key]       # same source: verdict kept
+    fresh_store.record_compile(problem.key, "src-2", "img-2", "sm_90", ["k"], 1.0)
+    assert fresh_store.gated() == []                   # new source: must be gated again
+
+
+def test_regating_replaces_rows_without_duplicates(fresh_store: Store, demo: ProblemSet) -> None:
+    problem = demo.get("demo/1")
+    fresh_store.record_problem(problem)
+    run = fresh_store.start_run("gate", {})
+    fresh_store.record_gate(run, _gate_result(problem.key, "failed"))
+    fresh_store.record_gate(run, _gate_result(problem.key, "passed"))
+    assert fresh_store.db["gate_inputs"].count == 3
+    assert next(fresh_store.substrates())["gate_status"] == "passed"
+
+
+def test_readonly_store_cannot_be_written(db_path: Path) -> None:
+    Store(db_path).close()
+    store = Store(db_path, readonly=True)
+    with pytest.raises(sqlite3.OperationalError):
+        store.start_run("gate", {})

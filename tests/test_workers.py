@@ -1,0 +1,65 @@
+"""The worker machinery with real processes that crash and hang."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from kbm_toolkit.errors import ProblemError
+from kbm_toolkit.workers import Worker
+
+
+def task(command: dict) -> object:
+    """A worker target for these tests (imported by name in the child)."""
+    what = command["do"]
+    if what == "echo":
+        return {"pid": os.getpid(), "value": command["value"]}
+    if what == "crash":
+        os._exit(139)  # as a CUDA illegal-address abort would end the process
+    if what == "hang":
+        time.sleep(3600)
+    if what == "kbm-error":
+        raise ProblemError("bad problem", "somewhere.py")
+    raise ValueError("unexpected")
+
+
+TARGET = "test_workers:task"
+
+
+def test_results_come_back_from_one_long_lived_worker() -> None:
+    with Worker(TARGET) as worker:
+        a = worker.run({"do": "echo", "value": 1}, timeout=60)
+        b = worker.run({"do": "echo", "value": 2}, timeout=60)
+    assert (a.status, a.value["value"], b.value["value"]) == ("ok", 1, 2)
+    assert a.value["pid"] == b.value["pid"] != os.getpid()
+
+
+def test_a_crash_costs_one_restart_and_the_next_task_runs() -> None:
+    with Worker(TARGET) as worker:
+        first = worker.run({"do": "echo", "value": 0}, timeout=60)
+        crashed = worker.run({"do": "crash"}, timeout=60)
+        after = worker.run({"do": "echo", "value": 3}, timeout=60)
+    assert crashed.status == "crash" and "exit code" in crashed.message
+    assert after.status == "ok" and after.value["pid"] != first.value["pid"]
+    assert worker.restarts == 1
+
+
+def test_a_hang_is_killed_at_the_deadline_and_the_next_task_runs() -> None:
+    with Worker(TARGET) as worker:
+        worker.run({"do": "echo", "value": 0}, timeout=60)
+        start = time.monotonic()
+        hung = worker.run({"do": "hang"}, timeout=1.5)
+        elapsed = time.monotonic() - start
+        after = worker.run({"do": "echo", "value": 4}, timeout=60)
+    assert hung.status == "timeout" and elapsed < 15
+    assert after.status == "ok" and after.value["value"] == 4
+
+
+def test_errors_raised_by_a_task_keep_the_worker() -> None:
+    with Worker(TARGET) as worker:
+        a = worker.run({"do": "kbm-error"}, timeout=60)
+        b = worker.run({"do": "other"}, timeout=60)
+        c = worker.run({"do": "echo", "value": 5}, timeout=60)
+    assert (a.status, a.message) == ("error", "somewhere.py: bad problem")
+    assert b.status == "error" and b.message.startswith("ValueError: unexpected")
+    assert c.status == "ok" and worker.restarts == 0
