@@ -25,6 +25,14 @@ class KbmGroup(click.Group):
         except KbmError as e:
             click.echo(f"Error: {e.line()}", err=True)
             sys.exit(ExitCode.BAD_INPUT)
+        except click.ClickException:
+            raise
+        except Exception:  # a bug in kbm: show the traceback, exit with its own code
+            import traceback
+
+            traceback.print_exc()
+            click.echo("Error: internal error in kbm (the traceback above); please report it", err=True)
+            sys.exit(ExitCode.INTERNAL)
 
 
 class Context:

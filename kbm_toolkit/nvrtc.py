@@ -18,6 +18,9 @@ DEFAULT_ARCH = "sm_90"
 PROGRAM_NAME = "kernel.cu"
 """One fixed name, so the cubin does not depend on where a source came from."""
 
+MACROS = [("INFINITY", "(__int_as_float(0x7f800000))"), ("NAN", "(__int_as_float(0x7fffffff))")]
+"""NVRTC has no <math.h>: substrates still write `-INFINITY` and `NAN` as plain CUDA would."""
+
 
 @dataclass(frozen=True)
 class Image:
@@ -33,9 +36,9 @@ class Image:
 
 
 def source_key(source: str, arch: str) -> str:
-    """sha256 over the source, the target and the NVRTC version: the cache key."""
+    """sha256 over the source, the target, the NVRTC version and the macros: the cache key."""
     h = hashlib.sha256()
-    for part in (source, arch, nvrtc_version()):
+    for part in (source, arch, nvrtc_version(), repr(MACROS)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -64,7 +67,8 @@ def _nvrtc_cubin(source: str, arch: str, where: str) -> bytes:
     # NVRTCs get the toolkit's include folders instead.
     headers = (dict(use_bundled_headers=True) if _nvrtc_at_least(13, 5)
                else dict(include_path=_cuda_include_dirs()))
-    program = Program(source, "c++", options=ProgramOptions(name=PROGRAM_NAME, arch=arch, std="c++17", **headers))
+    program = Program(source, "c++", options=ProgramOptions(name=PROGRAM_NAME, arch=arch, std="c++17",
+                                                          define_macro=MACROS, **headers))
     log = ""
     try:
         return bytes(program.compile("cubin").code)

@@ -1,0 +1,36 @@
+"""Docs that can drift from the code are generated or checked here."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from kbm_toolkit.cli import cli
+from kbm_toolkit.exit_codes import ExitCode
+
+from conftest import REPO
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_cli_docs", REPO / "scripts" / "gen_cli_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cli_reference_is_current() -> None:
+    page = (REPO / "docs" / "cli.md").read_text()
+    assert page == _generator().render(), "docs/cli.md is stale: run python scripts/gen_cli_docs.py"
+
+
+@pytest.mark.parametrize("command", sorted(cli.commands))
+def test_every_command_is_in_the_readme(command: str) -> None:
+    assert f"kbm {command}" in (REPO / "README.md").read_text()
+
+
+@pytest.mark.parametrize("code", list(ExitCode))
+def test_every_exit_code_is_documented(code: ExitCode) -> None:
+    page = (REPO / "docs" / "exit-codes.md").read_text()
+    assert f"| {int(code)} | `{code.name}` |" in page
