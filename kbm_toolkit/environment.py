@@ -41,7 +41,8 @@ def device() -> dict[str, Any]:
     """The visible CUDA device, or `{"cuda": False}`; this initialises CUDA, so call it in a worker."""
     import torch
 
-    info: dict[str, Any] = {"cuda": bool(torch.cuda.is_available()), "torch_cuda": torch.version.cuda}
+    info: dict[str, Any] = {"cuda": bool(torch.cuda.is_available()), "torch_cuda": torch.version.cuda,
+                            "reference_precision": "ieee-fp32 (TF32 off)"}
     if not info["cuda"]:
         return info
     major, minor = torch.cuda.get_device_capability()

@@ -10,6 +10,18 @@ from kbm_toolkit.runtime import Kernels
 from kbm_toolkit.substrates import Substrate
 
 
+def strict_fp32_references() -> None:
+    """Run references in IEEE fp32: no TF32 in cuDNN convolutions or cuBLAS matmuls.
+
+    PyTorch lets cuDNN use TF32 by default, which puts ~1e-3 relative noise into a convolution
+    reference; a verdict at 1e-3 would then be about the reference's rounding, not the protocol.
+    """
+    import torch
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
 class LoadedKernel:
     """A substrate's launcher bound to one compiled image of its device source."""
 

@@ -94,9 +94,10 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
     """Run the substrate against its reference on every gate input."""
     import torch
 
-    from kbm_toolkit.execute import LoadedKernel
+    from kbm_toolkit.execute import LoadedKernel, strict_fp32_references
     from kbm_toolkit.margin import compare
 
+    strict_fp32_references()
     result = GateResult(problem.key, "passed", tolerance)
     kernel = LoadedKernel(substrate, image)
     built: dict[tuple, tuple[Any, Any]] = {}
