@@ -220,6 +220,105 @@ def check(obj: Context, problems: tuple[str, ...], level: str | None, arch: str)
         sys.exit(ExitCode.BAD_INPUT)
 
 
+@cli.command("rules")
+@click.option("--family", type=click.Choice(["arithmetic", "indexing", "semantic", "boundary",
+                                             "synchronization", "precision"]), help="Only this family.")
+@click.option("--sites", "count_sites", is_flag=True,
+              help="Count each rule's sites over every shipped substrate (no compiling).")
+@click.pass_obj
+def rules_cmd(obj: Context, family: str | None, count_sites: bool) -> None:
+    """List the mutation rules: name, family, description, and optionally their sites.
+
+    Example: kbm rules --family precision --sites
+    """
+    from kbm_toolkit.rules import load_rules
+    from kbm_toolkit.substrates import has_substrate, substrate_for
+
+    rules = [r for r in load_rules() if family is None or r.family == family]
+    texts: list[tuple[str, str]] = []
+    if count_sites:
+        for p in obj.problems().select():
+            if has_substrate(p):
+                sub = substrate_for(p)
+                texts.append((sub.source, sub.launcher_path.read_text()))
+    for r in rules:
+        count = ""
+        if count_sites:
+            n = sum(len(list(r.sites(k if r.target == "kernel" else l))) for k, l in texts)
+            count = f"{n:>6}  "
+        click.echo(f"{count}{r.family:<16} {r.name:<40} {r.description}")
+    click.echo(f"{len(rules)} rules" + (f" over {len(texts)} substrates" if count_sites else ""))
+
+
+@cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--level", help="Mutate every gated substrate of this level.")
+@click.option("--arch", help="Compile for this target (default sm_90).")
+@click.option("--rule", "rule_names", multiple=True, help="Only these rules (repeatable).")
+@click.option("--workers", type=int, help="Compiling processes (default: one per core).")
+@click.option("--ungated", is_flag=True, help="Also mutate substrates with no passing gate verdict.")
+@click.pass_obj
+def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,
+           rule_names: tuple[str, ...], workers: int | None, ungated: bool) -> None:
+    """Turn gated substrates into mutants, compile them all, and record them in the store.
+
+    Prints the pipeline summary (generated, non-compiling, duplicate, equivalent, distinct) in
+    total, by family and by rule.
+
+    Example: kbm mutate --level demo
+    """
+    from kbm_toolkit.mutation_run import mutate_problems
+    from kbm_toolkit.nvrtc import DEFAULT_ARCH
+    from kbm_toolkit.report_mutants import print_summary, progress_bar
+
+    store = obj.store()
+    selected = obj.problems().select(problems, level)
+    with progress_bar() as progress:
+        summary = mutate_problems(store, selected, arch or DEFAULT_ARCH, rule_names or None, workers,
+                                  require_gate=not ungated, progress=progress)
+    print_summary(summary)
+
+
+@cli.command("mutants")
+@click.option("--problem", help="Only this problem (key or unambiguous name).")
+@click.option("--rule", help="Only this rule.")
+@click.option("--family", help="Only this family.")
+@click.option("--status", type=click.Choice(["compile_error", "equivalent", "duplicate", "distinct"]),
+              help="Only mutants in this status.")
+@click.pass_obj
+def mutants_cmd(obj: Context, problem: str | None, rule: str | None, family: str | None,
+                status: str | None) -> None:
+    """List mutants in the store: id, status and name.
+
+    Example: kbm mutants --problem demo/2 --family precision
+    """
+    key = obj.problems().get(problem).key if problem else None
+    count = 0
+    for row in obj.store().mutants(key, rule, family, status):
+        count += 1
+        click.echo(f"{row['id']}  {row['status']:<13} {row['name']}")
+    click.echo(f"{count} mutants")
+
+
+@cli.command()
+@click.argument("mutant_id")
+@click.pass_obj
+def show(obj: Context, mutant_id: str) -> None:
+    """Show one mutant: rule, family, description, site and unified diff.
+
+    Example: kbm show 3f2a9c1b
+    """
+    store = obj.store()
+    row = store.mutant(mutant_id)
+    rule = store.db["rules"].get(row["rule"])
+    click.echo(f"mutant   {row['id']}\n{row['name']}")
+    click.echo(f"rule     {row['rule']} ({row['family']}): {rule['description']}")
+    status = row["status"] + (f" of {row['duplicate_of']}" if row["duplicate_of"] else "")
+    click.echo(f"status   {status}" + (f": {row['message']}" if row["message"] else ""))
+    click.echo("")
+    click.echo(row["diff"].rstrip())
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="kbm")

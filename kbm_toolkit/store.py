@@ -49,6 +49,20 @@ def m001_foundation(db: sqlite_utils.Database) -> None:
         foreign_keys=[("problem", "problems", "key"), ("run", "runs", "id")])
 
 
+@migration
+def m002_mutants(db: sqlite_utils.Database) -> None:
+    db["rules"].create({"name": str, "family": str, "description": str, "target": str, "origin": str,
+                        "file": str}, pk="name")
+    db["mutants"].create({
+        "id": str, "problem": str, "substrate_hash": str, "rule": str, "family": str, "target": str,
+        "line": int, "col": int, "start": int, "end": int, "original": str, "replacement": str,
+        "name": str, "source_hash": str, "image_hash": str, "status": str, "duplicate_of": str,
+        "compile_ms": float, "message": str, "diff": str, "arch": str, "created": str,
+    }, pk="id", foreign_keys=[("problem", "problems", "key"), ("rule", "rules", "name")])
+    for columns in (["problem"], ["rule"], ["family"], ["status"]):
+        db["mutants"].create_index(columns)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -187,6 +201,54 @@ class Store:
     def gated(self) -> list[str]:
         """Problems whose substrate passed its gate: the only ones mutation may use."""
         return [r["problem"] for r in self.db["substrates"].rows_where("gate_status = 'passed'")]
+
+    # -- rules and mutants ------------------------------------------------------------------
+    def record_rules(self, rules: list[Any]) -> None:
+        """Upsert the rule inventory the mutants refer to."""
+        with self.db.conn:
+            self.db["rules"].upsert_all(({"name": r.name, "family": r.family, "description": r.description,
+                                          "target": r.target, "origin": r.origin, "file": r.file}
+                                         for r in rules), pk="name")
+
+    def record_mutants(self, problem: str, screened: list[Any], diffs: dict[str, str], arch: str) -> None:
+        """Replace one problem's mutants with a freshly screened set, in one transaction."""
+        import hashlib
+
+        rows = []
+        for s in screened:
+            m = s.mutant
+            mutated = m.kernel_source if m.target == "kernel" else m.launcher_source
+            rows.append({
+                "id": m.id, "problem": problem, "substrate_hash": m.substrate_hash, "rule": m.rule,
+                "family": m.family, "target": m.target, "line": m.site.line, "col": m.site.col,
+                "start": m.site.start, "end": m.site.end, "original": m.site.original,
+                "replacement": m.site.replacement, "name": m.name,
+                "source_hash": hashlib.sha256(mutated.encode()).hexdigest(), "image_hash": s.image_hash,
+                "status": s.status, "duplicate_of": s.duplicate_of, "compile_ms": s.compile_ms,
+                "message": s.message or None, "diff": diffs[m.id], "arch": arch, "created": _now(),
+            })
+        with self.db.conn:
+            self.db.execute("delete from mutants where problem = ?", [problem])
+            self.db["mutants"].insert_all(rows, pk="id")
+
+    def mutants(self, problem: str | None = None, rule: str | None = None, family: str | None = None,
+                status: str | None = None) -> Iterator[dict[str, Any]]:
+        """Mutant rows matching every filter given, in problem then source order."""
+        where, params = [], []
+        for column, value in (("problem", problem), ("rule", rule), ("family", family), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        yield from self.db["mutants"].rows_where(" and ".join(where) or None, params,
+                                                 order_by="problem, start, rule")
+
+    def mutant(self, mutant_id: str) -> dict[str, Any]:
+        """One mutant by id or unique id prefix; StoreError if none or several match."""
+        rows = list(self.db["mutants"].rows_where("id like ?", [mutant_id + "%"], limit=2))
+        if len(rows) != 1:
+            raise StoreError(f"{'no' if not rows else 'more than one'} mutant with id {mutant_id!r}",
+                             self.path or ":memory:")
+        return rows[0]
 
     def _has(self, table: str, pk: Any) -> bool:
         try:

@@ -9,7 +9,6 @@ allocates outputs and launches kernels; it never computes with torch). An option
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -57,14 +56,18 @@ class Substrate:
     @cached_property
     def launcher(self) -> Callable[..., Any]:
         """`launch(k, model, *inputs)` from `launch.py`."""
-        spec = importlib.util.spec_from_file_location(
-            f"kbm_launch_{self.problem_key.replace('/', '_')}", self.launcher_path)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
+        return self.launcher_from(self.launcher_path.read_text())
+
+    def launcher_from(self, source: str) -> Callable[..., Any]:
+        """`launch` from the text of a launcher (this substrate's, or a launcher mutant's)."""
+        import types
+
+        module = types.ModuleType(f"kbm_launch_{self.problem_key.replace('/', '_')}")
+        module.__file__ = str(self.launcher_path)
         try:
-            spec.loader.exec_module(module)
+            exec(compile(source, str(self.launcher_path), "exec"), module.__dict__)
         except Exception as e:
-            raise SubstrateError(f"importing the launcher raised {type(e).__name__}: {e}",
+            raise SubstrateError(f"loading the launcher raised {type(e).__name__}: {e}",
                                  self.launcher_path) from e
         launch = getattr(module, "launch", None)
         if not callable(launch):
