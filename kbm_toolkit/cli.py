@@ -134,9 +134,11 @@ def problems_cmd(obj: Context, level: str | None) -> None:
 @click.option("--timeout", type=float, default=900.0, show_default=True,
               help="Seconds one substrate's gate may take before its worker is killed.")
 @click.option("--compile-only", is_flag=True, help="Only compile with NVRTC; run nothing on a GPU.")
+@click.option("--resume", is_flag=True,
+              help="Skip substrates the store already has a verdict for at their current source.")
 @click.pass_obj
 def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,
-         tolerance: float, timeout: float, compile_only: bool) -> None:
+         tolerance: float, timeout: float, compile_only: bool, resume: bool) -> None:
     """Check substrates against their references on official and harder inputs.
 
     Only gated substrates may be mutated. Without a GPU, compiles every substrate and shows the
@@ -147,7 +149,7 @@ def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str |
     from kbm_toolkit import gate as gating
     from kbm_toolkit.nvrtc import DEFAULT_ARCH
     from kbm_toolkit.report_gate import print_compile, print_gate_results, print_stored_gates
-    from kbm_toolkit.substrates import has_substrate
+    from kbm_toolkit.substrates import has_substrate, substrate_for
     from kbm_toolkit.workers import Worker
 
     selected = obj.problems().select(problems, level)
@@ -160,6 +162,12 @@ def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str |
         if not compile_only:
             reply = worker.run({"op": "describe"}, timeout=120)
             env = reply.value if reply.status == "ok" else env
+        if resume:
+            done = {r["problem"]: r["source_hash"] for r in store.substrates()
+                    if r["gate_run"] is not None and r["gate_tolerance"] == tolerance}
+            kept = [p for p in selected if not has_substrate(p) or done.get(p.key) != substrate_for(p).source_hash]
+            click.echo(f"--resume: {len(selected) - len(kept)} substrates already gated at this source", err=True)
+            selected = kept
         compiled = gating.compile_substrates(selected, arch or env.get("arch") or DEFAULT_ARCH, store)
         failed_compiles = [c for c in compiled if c.error]
         if not env.get("cuda"):

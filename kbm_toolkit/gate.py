@@ -215,6 +215,8 @@ def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[s
             else:
                 status = "error" if reply.status == "error" else "failed"
                 result = GateResult(item.problem.key, status, tolerance, message=f"{reply.status}: {reply.message}")
+        if any(row.outcome == "crash" for row in result.rows):
+            worker.close()  # a CUDA error may have poisoned the context: the next task gets a fresh one
         store.record_gate(run_id, result)
         results.append(result)
         if on_result:
