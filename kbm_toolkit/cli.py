@@ -25,8 +25,8 @@ class KbmGroup(click.Group):
         except KbmError as e:
             click.echo(f"Error: {e.line()}", err=True)
             sys.exit(ExitCode.BAD_INPUT)
-        except click.ClickException:
-            raise
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # Click's own control flow: --help, usage errors, Ctrl-C
         except Exception:  # a bug in kbm: show the traceback, exit with its own code
             import traceback
 

@@ -75,6 +75,14 @@ class ProblemModule:
             tree = ast.parse(source, filename=str(problem.path))
         except SyntaxError as e:
             raise ProblemError(f"syntax error: {e.msg}", f"{problem.path}:{e.lineno}") from None
+        known = set(_constant_names(tree))
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ProblemError(
+                f"no module constant {', '.join(map(repr, unknown))} to override "
+                f"(constants: {', '.join(sorted(known)) or 'none'})", problem.path)
+        if overrides:
+            tree = _override_constants(tree, overrides)
         namespace: dict[str, Any] = {"__name__": f"kbm_problem_{problem.level}_{problem.number}",
                                      "__file__": str(problem.path)}
         try:
@@ -86,13 +94,6 @@ class ProblemModule:
             raise ProblemError(f"not a KernelBench problem: missing {', '.join(missing)}", problem.path)
         constants = {name: namespace[name] for name in _constant_names(tree)
                      if _is_constant_value(namespace.get(name))}
-        unknown = sorted(set(overrides) - set(constants))
-        if unknown:
-            raise ProblemError(
-                f"no module constant {', '.join(map(repr, unknown))} to override "
-                f"(constants: {', '.join(sorted(constants)) or 'none'})", problem.path)
-        namespace.update(overrides)
-        constants.update(overrides)
         return cls(problem, namespace, constants)
 
     @property
@@ -162,9 +163,38 @@ def _constant_names(tree: ast.Module) -> list[str]:
         targets = node.targets if isinstance(node, ast.Assign) else (
             [node.target] if isinstance(node, ast.AnnAssign) else [])
         for target in targets:
-            if isinstance(target, ast.Name):
-                names.append(target.id)
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            names += [e.id for e in elements if isinstance(e, ast.Name)]
     return names
+
+
+def _override_constants(tree: ast.Module, overrides: dict[str, Any]) -> ast.Module:
+    """Rewrite the module so each overridden constant is assigned its new value where it is defined.
+
+    Constants computed from it later in the file (`bias_shape = (out_channels, 1, 1)`) then follow.
+    Chained (`h = w = 128`) and tuple (`d, h, w = 8, 16, 16`) assignments are split per name.
+    """
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            body.append(node)
+            continue
+        pairs: list[tuple[ast.expr, ast.expr]] = []
+        for target in node.targets:
+            if (isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                    and len(target.elts) == len(node.value.elts)):
+                pairs += list(zip(target.elts, node.value.elts))
+            else:
+                pairs.append((target, node.value))
+        if not any(isinstance(t, ast.Name) and t.id in overrides for t, _ in pairs):
+            body.append(node)
+            continue
+        for target, value in pairs:
+            if isinstance(target, ast.Name) and target.id in overrides:
+                value = ast.Constant(overrides[target.id])
+            body.append(ast.copy_location(ast.Assign(targets=[target], value=value), node))
+    tree = ast.Module(body=body, type_ignores=[])
+    return ast.fix_missing_locations(tree)
 
 
 def _is_constant_value(value: Any) -> bool:

@@ -107,3 +107,20 @@ def test_every_kernelbench_level1_and_level2_problem_loads(kernelbench_problems:
     for p in problems:
         module = p.load()
         assert module.constants, p.key
+
+
+def test_overrides_reach_derived_and_tuple_constants(tmp_path) -> None:
+    level = tmp_path / "t"
+    level.mkdir()
+    (level / "1_Derived.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "batch = 2\nout_channels = 8\ndepth, height, width = 4, 6, 6\nh2 = w2 = 5\n"
+        "bias_shape = (out_channels, 1, 1)\n\n"
+        "def get_inputs():\n    return [torch.rand(batch, out_channels, depth, height, width)]\n\n"
+        "def get_init_inputs():\n    return [bias_shape]\n")
+    problem = ProblemSet([("builtin", tmp_path)]).get("t/1")
+    module = problem.load({"out_channels": 3, "height": 7, "w2": 9})
+    assert module.constants["bias_shape"] == (3, 1, 1)
+    assert (module.constants["depth"], module.constants["height"], module.constants["width"]) == (4, 7, 6)
+    assert (module.constants["h2"], module.constants["w2"]) == (5, 9)
+    assert module.inputs(0)[0].shape == (2, 3, 4, 7, 6)
