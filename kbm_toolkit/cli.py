@@ -327,6 +327,54 @@ def show(obj: Context, mutant_id: str) -> None:
     click.echo(row["diff"].rstrip())
 
 
+@cli.command("run")
+@click.argument("problems", nargs=-1)
+@click.option("--inputs", "source", default="official", show_default=True,
+              help="Input specs: official, gate, or a .toml/.jsonl file of spec records.")
+@click.option("--level", help="Every problem of this level that has mutants.")
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPU workers, one per device.")
+@click.option("--arch", help="Compile for this target (default: the device's).")
+@click.option("--no-probe", is_flag=True, help="Skip the tiny-input crash probe.")
+@click.pass_obj
+def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, gpus: int,
+            arch: str | None, no_probe: bool) -> None:
+    """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
+
+    Resumable: cells already in the store are skipped, so the same command continues a run that
+    was interrupted (Ctrl-C, kill, crash).
+
+    Example: kbm run --inputs official --level demo
+    """
+    from kbm_toolkit.evaluation_run import run_evaluation
+    from kbm_toolkit.report_mutants import progress_bar
+    from kbm_toolkit.spec_sources import resolve
+    from kbm_toolkit.workers import Worker
+
+    specs_for = resolve(source)
+    store = obj.store()
+    with_mutants = {r["problem"] for r in store.db.query("select distinct problem from mutants")}
+    selected = obj.problems().select(problems, level)
+    if not problems:
+        selected = [p for p in selected if p.key in with_mutants]
+    with Worker("kbm_toolkit.gate:worker_task") as probe_worker:
+        reply = probe_worker.run({"op": "describe"}, timeout=120)
+    env = reply.value if reply.status == "ok" else {"cuda": False}
+    if not env.get("cuda"):
+        raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
+                       "reports (kbm audit) work from the store without one")
+    with progress_bar() as progress:
+        task = progress.add_task("cells", total=None)
+        summary = run_evaluation(
+            store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
+            on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+            on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"))
+    click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
+               f"{summary.restarts} worker restarts.")
+    failed = {k: v for k, v in summary.problems.items() if v != "done"}
+    if failed:
+        sys.exit(ExitCode.GATE_FAILED)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="kbm")

@@ -25,15 +25,18 @@ def strict_fp32_references() -> None:
 class LoadedKernel:
     """A substrate's launcher bound to one compiled image of its device source."""
 
-    def __init__(self, substrate: Substrate, image: Image, source: str | None = None) -> None:
+    def __init__(self, substrate: Substrate, image: Image, source: str | None = None,
+                 launcher_source: str | None = None) -> None:
         self.substrate = substrate
         self.kernels = Kernels(image.cubin, substrate.signatures(source), str(substrate.kernel_path))
+        self.launcher = (substrate.launcher if launcher_source is None
+                         else substrate.launcher_from(launcher_source))
 
     def __call__(self, model: Any, inputs: list[Any]) -> Any:
         """The output of the launcher; raises ContractViolation if it computes with torch."""
         import torch
 
         with torch.no_grad(), guard(str(self.substrate.launcher_path)):
-            out = self.substrate.launcher(self.kernels, model, *inputs)
+            out = self.launcher(self.kernels, model, *inputs)
         torch.cuda.synchronize()
         return out

@@ -64,18 +64,17 @@ def gate_specs(problem: Problem, substrate: Substrate, trials: int = OFFICIAL_TR
     """The official trials, then the harder valid set, as input specs."""
     seeds = trial_seeds(trials)
     key, s0 = problem.key, seeds[0]
-    specs = [InputSpec(key, s, label=f"official trial {i}") for i, s in enumerate(seeds)]
+    specs = [InputSpec.make(key, s, label=f"official trial {i}") for i, s in enumerate(seeds)]
     specs += [
-        InputSpec(key, s0, transforms=(("scale", -1.0),), label="official x -1"),
-        InputSpec(key, s0, transforms=(("scale", 3.0),), label="official x 3"),
-        InputSpec(key, s0, base="normal", params=(0.0, 1.0), label="normal(0, 1)"),
+        InputSpec.make(key, s0, transforms=[{"op": "scale", "by": -1.0}], label="official x -1"),
+        InputSpec.make(key, s0, transforms=[{"op": "scale", "by": 3.0}], label="official x 3"),
+        InputSpec.make(key, s0, base="normal", params=(0.0, 1.0), label="normal(0, 1)"),
     ]
     for shape in substrate.gate_shapes:
         words = ", ".join(f"{k}={v}" for k, v in shape.items())
-        overrides = tuple(sorted(shape.items()))
-        specs += [InputSpec(key, s0, shape=overrides, label=f"official, {words}"),
-                  InputSpec(key, s0, base="normal", params=(0.0, 1.0), shape=overrides,
-                            label=f"normal(0, 1), {words}")]
+        specs += [InputSpec.make(key, s0, shape=shape, label=f"official, {words}"),
+                  InputSpec.make(key, s0, base="normal", params=(0.0, 1.0), shape=shape,
+                                 label=f"normal(0, 1), {words}")]
     return specs
 
 
@@ -105,10 +104,10 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
         row = GateRow(spec.label, spec.record(), spec.id, "skipped")
         result.rows.append(row)
         try:
-            if spec.shape not in built:
+            if spec.model_key not in built:
                 module = problem.load(dict(spec.shape))
-                built[spec.shape] = (module, module.build_model(device))
-            module, model = built[spec.shape]
+                built[spec.model_key] = (module, spec.build_model(module, device))
+            module, model = built[spec.model_key]
             inputs = spec.build(module, device)
             start = time.perf_counter()
             with torch.no_grad():

@@ -63,6 +63,23 @@ def m002_mutants(db: sqlite_utils.Database) -> None:
         db["mutants"].create_index(columns)
 
 
+@migration
+def m003_evaluation(db: sqlite_utils.Database) -> None:
+    db["inputs"].create({"id": str, "problem": str, "spec": str, "label": str, "source": str, "created": str},
+                        pk="id", foreign_keys=[("problem", "problems", "key")])
+    db["inputs"].create_index(["problem"])
+    db["input_checks"].create({
+        "input": str, "substrate_hash": str, "run": int, "valid": int, "outcome": str, "margin": float,
+        "max_abs": float, "ref_ms": float, "kernel_ms": float, "note": str,
+    }, pk=("input", "substrate_hash"), foreign_keys=[("input", "inputs", "id"), ("run", "runs", "id")])
+    db["cells"].create({
+        "mutant": str, "input": str, "outcome": str, "margin": float, "max_abs": float, "ms": float,
+        "run": int, "note": str,
+    }, pk=("mutant", "input"), foreign_keys=[("mutant", "mutants", "id"), ("input", "inputs", "id"),
+                                             ("run", "runs", "id")])
+    db["cells"].create_index(["input"])
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -249,6 +266,73 @@ class Store:
             raise StoreError(f"{'no' if not rows else 'more than one'} mutant with id {mutant_id!r}",
                              self.path or ":memory:")
         return rows[0]
+
+    # -- inputs and cells (the kill matrix) --------------------------------------------------
+    def record_inputs(self, specs: list[Any], source: str) -> None:
+        """Store input specs (idempotent: an input is identified by its spec)."""
+        with self.db.conn:
+            self.db["inputs"].insert_all(({"id": s.id, "problem": s.problem, "label": s.label, "source": source,
+                                           "spec": json.dumps(s.record(), sort_keys=True), "created": _now()}
+                                          for s in specs), pk="id", ignore=True)
+
+    def record_input_check(self, substrate_hash: str, run_id: int, check: dict[str, Any]) -> None:
+        """The reference's and the correct substrate's result on one input: its validity."""
+        with self.db.conn:
+            self.db["input_checks"].upsert({
+                "input": check["input"], "substrate_hash": substrate_hash, "run": run_id,
+                "valid": int(bool(check["valid"])), "outcome": check.get("outcome"),
+                "margin": _finite_or_none(check.get("margin")), "max_abs": _finite_or_none(check.get("max_abs")),
+                "ref_ms": check.get("ref_ms"), "kernel_ms": check.get("kernel_ms"), "note": check.get("note"),
+            }, pk=("input", "substrate_hash"))
+
+    def record_cells(self, run_id: int, cells: list[dict[str, Any]]) -> None:
+        """Commit a batch of cells; a cell already stored is kept, never duplicated."""
+        if not cells:
+            return
+        with self.db.conn:
+            self.db["cells"].insert_all(({
+                "mutant": c["mutant"], "input": c["input"], "outcome": c["outcome"],
+                "margin": _finite_or_none(c.get("margin")), "max_abs": _finite_or_none(c.get("max_abs")),
+                "ms": c.get("ms"), "run": run_id, "note": c.get("note"),
+            } for c in cells), pk=("mutant", "input"), ignore=True)
+
+    def done_pairs(self, problem: str) -> set[tuple[str, str]]:
+        """(mutant, input) pairs of `problem` that already have a cell."""
+        rows = self.db.execute("select c.mutant, c.input from cells c join mutants m on m.id = c.mutant "
+                               "where m.problem = ?", [problem]).fetchall()
+        return {(a, b) for a, b in rows}
+
+    def checked_inputs(self, problem: str, substrate_hash: str) -> dict[str, dict[str, Any]]:
+        """input id → its stored check for this substrate."""
+        rows = self.db.query("select k.* from input_checks k join inputs i on i.id = k.input "
+                             "where i.problem = ? and k.substrate_hash = ?", [problem, substrate_hash])
+        return {r["input"]: r for r in rows}
+
+    def set_mutant_status(self, mutant_id: str, status: str, message: str | None = None) -> None:
+        with self.db.conn:
+            self.db["mutants"].update(mutant_id, {"status": status, "message": message})
+
+    def witnesses(self, mutant_id: str, tolerance: float) -> list[dict[str, Any]]:
+        """The valid inputs (at `tolerance`) on which the mutant verifiably fails: a query, not a copy."""
+        return list(self.db.query(
+            "select c.*, i.label, i.spec, k.margin as correct_margin from cells c "
+            "join inputs i on i.id = c.input join mutants m on m.id = c.mutant "
+            "join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "
+            "where c.mutant = :m and k.valid = 1 and k.outcome = 'pass' and k.margin <= :t "
+            "and (c.outcome != 'pass' or c.margin > :t) order by c.margin is null desc, c.margin desc",
+            {"m": mutant_id, "t": tolerance}))
+
+    def mutant_verdicts(self, tolerance: float, problem: str | None = None) -> dict[str, str]:
+        """mutant id → final status at `tolerance`: the screening status for non-distinct mutants,
+        `crash_probe`, `witnessed` (killed by a valid input) or `unwitnessed`."""
+        rows = self.db.query(
+            "select m.id, m.status, exists(select 1 from cells c "
+            "  join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "
+            "  where c.mutant = m.id and k.valid = 1 and k.outcome = 'pass' and k.margin <= :t "
+            "  and (c.outcome != 'pass' or c.margin > :t)) as killed "
+            "from mutants m where (:p is null or m.problem = :p)", {"t": tolerance, "p": problem})
+        return {r["id"]: (r["status"] if r["status"] != "distinct" else
+                          "witnessed" if r["killed"] else "unwitnessed") for r in rows}
 
     def _has(self, table: str, pk: Any) -> bool:
         try:

@@ -8,10 +8,11 @@ store.
 from __future__ import annotations
 
 import importlib
+import inspect
 import multiprocessing as mp
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,10 @@ class Reply:
     message: str = ""
 
 
-def _child_main(conn: Any, target: str) -> None:
+def _child_main(conn: Any, target: str, env: dict[str, str]) -> None:
+    import os
+
+    os.environ.update(env)  # before the target imports torch: e.g. CUDA_VISIBLE_DEVICES
     from kbm_toolkit.errors import KbmError
 
     module, _, name = target.partition(":")
@@ -37,7 +41,12 @@ def _child_main(conn: Any, target: str) -> None:
         if task is None:
             return
         try:
-            conn.send(("ok", fn(task), ""))
+            result = fn(task)
+            if inspect.isgenerator(result):
+                for item in result:  # streamed, so the parent sees progress and knows the culprit
+                    conn.send(("item", item, ""))
+                result = None
+            conn.send(("ok", result, ""))
         except KbmError as e:
             conn.send(("error", None, e.line()))
         except Exception as e:  # report anything a task raises; the worker itself stays up
@@ -47,8 +56,9 @@ def _child_main(conn: Any, target: str) -> None:
 class Worker:
     """One child process that runs `target(task)` for each task it is sent, restarted on demand."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, env: dict[str, str] | None = None) -> None:
         self.target = target
+        self.env = dict(env or {})
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._conn: Any = None
@@ -56,28 +66,44 @@ class Worker:
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_child_main, args=(child, self.target), daemon=True)
+        self._proc = self._ctx.Process(target=_child_main, args=(child, self.target, self.env),
+                                       daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""
+        replies = list(self.stream(task, timeout))
+        return replies[-1]
+
+    def stream(self, task: Any, timeout: float | None | Callable[[], float | None] = None) -> Iterator[Reply]:
+        """Send `task` and yield each item it streams (status `item`), then its final reply.
+
+        `timeout` bounds the wait for each message; a callable is asked before each wait, so the
+        deadline can follow what the worker said it is doing. A dead worker ends the stream with
+        `crash`, an overrunning one is killed and ends it with `timeout`; either is replaced.
+        """
         if self._proc is None or not self._proc.is_alive():
             if self._proc is not None:
                 self.restarts += 1
             self._start()
         try:
             self._conn.send(task)
-            if not self._conn.poll(timeout):
-                self._kill()
-                return Reply("timeout", message=f"no answer within {timeout:g} s")
-            status, value, message = self._conn.recv()
-            return Reply(status, value, message)
+            while True:
+                wait = timeout() if callable(timeout) else timeout
+                if not self._conn.poll(wait):
+                    self._kill()
+                    yield Reply("timeout", message=f"no answer within {wait:g} s")
+                    return
+                status, value, message = self._conn.recv()
+                yield Reply(status, value, message)
+                if status != "item":
+                    return
         except (EOFError, BrokenPipeError, ConnectionResetError):
             code = self._proc.exitcode if self._proc is not None else None
             self._kill()
-            return Reply("crash", message=f"worker died (exit code {code})")
+            yield Reply("crash", message=f"worker died (exit code {code})")
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.is_alive():

@@ -63,3 +63,34 @@ def test_errors_raised_by_a_task_keep_the_worker() -> None:
     assert (a.status, a.message) == ("error", "somewhere.py: bad problem")
     assert b.status == "error" and b.message.startswith("ValueError: unexpected")
     assert c.status == "ok" and worker.restarts == 0
+
+
+def steps(command: dict):
+    """A streaming worker target: yields progress, then crashes or hangs on request."""
+    for i in range(command["n"]):
+        if i == command.get("crash_at"):
+            os._exit(134)
+        if i == command.get("hang_at"):
+            time.sleep(3600)
+        yield i
+
+
+def test_streamed_items_arrive_in_order_then_ok() -> None:
+    with Worker("test_workers:steps") as worker:
+        replies = list(worker.stream({"n": 4}, timeout=60))
+    assert [r.value for r in replies[:-1]] == [0, 1, 2, 3] and replies[-1].status == "ok"
+
+
+def test_a_stream_ends_with_the_crash_after_the_items_before_it() -> None:
+    with Worker("test_workers:steps") as worker:
+        replies = list(worker.stream({"n": 5, "crash_at": 2}, timeout=60))
+        after = list(worker.stream({"n": 1}, timeout=60))
+    assert [r.status for r in replies] == ["item", "item", "crash"]
+    assert after[-1].status == "ok" and worker.restarts == 1
+
+
+def test_a_stream_deadline_can_change_per_message() -> None:
+    waits = iter([60, 60, 1.0])
+    with Worker("test_workers:steps") as worker:
+        replies = list(worker.stream({"n": 5, "hang_at": 2}, timeout=lambda: next(waits)))
+    assert [r.status for r in replies] == ["item", "item", "timeout"]

@@ -1,0 +1,119 @@
+"""The GPU side of evaluation: one self-contained task (a problem, its inputs, mutant images) in,
+a stream of cell records out. Runs only inside a worker process.
+
+Input-major: each input is built once, the reference computed once, the correct substrate run
+(its margin decides the input's validity), then every mutant, then the input is freed. Inputs and
+the reference are checked after each mutant and restored if a mutant wrote over them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.inputs import InputSpec
+from kbm_toolkit.problems import Problem
+from kbm_toolkit.substrates import Substrate
+
+
+def _problem(data: dict[str, Any]) -> Problem:
+    return Problem(**{**data, "path": Path(data["path"])})
+
+
+def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Yield `input`, `start` and `cell` records for every (input, mutant) pair not in `done`.
+
+    After a CUDA error the context is unusable: the task yields the crash cell and a `poisoned`
+    record and stops, and the parent resumes the rest in a fresh worker.
+    """
+    import torch
+
+    from kbm_toolkit.execute import LoadedKernel, strict_fp32_references
+    from kbm_toolkit.margin import compare
+    from kbm_toolkit.nvrtc import Image
+
+    strict_fp32_references()
+    problem = _problem(task["problem"])
+    substrate = Substrate(problem.key, Path(task["substrate"]))
+    correct = LoadedKernel(substrate, Image(**task["original"]))
+    done = {tuple(p) for p in task.get("done", ())}
+    checked = set(task.get("checked", ()))
+    mutants = task["mutants"]
+    kernels: dict[str, LoadedKernel] = {}
+    models: dict[tuple, tuple[Any, Any]] = {}
+
+    def kernel_for(m: dict[str, Any]) -> LoadedKernel:
+        if m["id"] not in kernels:
+            kernels[m["id"]] = LoadedKernel(substrate, Image(**m["image"]), m["kernel_source"],
+                                            launcher_source=m.get("launcher_source"))
+        return kernels[m["id"]]
+
+    for record in task["specs"]:
+        spec = InputSpec.from_record(record)
+        pending = [m for m in mutants if (m["id"], spec.id) not in done]
+        if not pending and spec.id in checked:
+            continue
+        check: dict[str, Any] = {"kind": "input", "input": spec.id, "valid": False}
+        try:
+            if spec.model_key not in models:
+                module = problem.load(dict(spec.shape))
+                models[spec.model_key] = (module, spec.build_model(module, "cuda"))
+            module, model = models[spec.model_key]
+            inputs = spec.build(module, "cuda")
+            start = time.perf_counter()
+            with torch.no_grad():
+                ref = model(*inputs)
+            torch.cuda.synchronize()
+            check["ref_ms"] = (time.perf_counter() - start) * 1000
+        except Exception as e:  # the reference rejects this input: it tests nothing
+            check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
+            yield check
+            continue
+        if not isinstance(ref, torch.Tensor):
+            check["note"] = f"reference returned {type(ref).__name__}, not a tensor"
+            yield check
+            continue
+        if ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
+            check["note"] = "reference is non-finite on this input"
+            yield check
+            continue
+        start = time.perf_counter()
+        try:
+            cmp = compare(ref, correct(model, inputs))
+        except KbmError as e:
+            raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
+        check.update(valid=cmp.outcome.value == "pass", outcome=cmp.outcome.value, margin=cmp.margin,
+                     max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000)
+        yield check
+        if not check["valid"]:
+            continue  # an input that rejects the correct kernel kills nothing
+        saved = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        ref_saved = ref.clone()
+        for m in pending:
+            yield {"kind": "start", "mutant": m["id"], "input": spec.id}
+            cell: dict[str, Any] = {"kind": "cell", "mutant": m["id"], "input": spec.id}
+            try:
+                start = time.perf_counter()
+                out = kernel_for(m)(model, inputs)
+                cell["ms"] = (time.perf_counter() - start) * 1000
+                cmp = compare(ref, out)
+                cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs)
+                del out
+            except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
+                cell.update(outcome="crash", note=e.line())
+            except Exception as e:  # a CUDA error: the context is gone for good
+                cell.update(outcome="crash", note=f"{type(e).__name__}: {str(e)[:200]}")
+                yield cell
+                yield {"kind": "poisoned", "mutant": m["id"], "input": spec.id}
+                return
+            if any(isinstance(v, torch.Tensor) and not torch.equal(v, s) for v, s in zip(inputs, saved)) \
+                    or not torch.equal(ref, ref_saved):
+                cell["note"] = "wrote over its input or the reference (restored)"
+                for v, s in zip(inputs, saved):
+                    if isinstance(v, torch.Tensor):
+                        v.copy_(s)
+                ref.copy_(ref_saved)
+            yield cell
+        del inputs, saved, ref, ref_saved

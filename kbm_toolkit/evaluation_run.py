@@ -1,0 +1,263 @@
+"""`kbm run` as a library call: fill the kill matrix for chosen problems and inputs.
+
+The parent never touches CUDA. Per problem it compiles the substrate and its distinct mutants
+(NVRTC, cached), quarantines mutants that crash or hang on a tiny probe input (`crash_probe`),
+then sends input-major tasks to a GPU worker and commits every cell it streams back. A crash
+costs one worker restart and the task resumes after the culprit; a launch that overruns its
+deadline (derived from the correct kernel's time on that input) is killed and recorded as
+`timeout`. Cells have a unique key, so a run killed at any moment resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.inputs import InputSpec
+from kbm_toolkit.mutate import generate, substrate_hash
+from kbm_toolkit.nvrtc import compile_source
+from kbm_toolkit.problems import Problem
+from kbm_toolkit.rules import load_rules
+from kbm_toolkit.substrates import Substrate, substrate_for
+from kbm_toolkit.workers import Worker
+
+TARGET = "kbm_toolkit.evaluate:evaluate_task"
+PHASE_TIMEOUT_S = 900.0
+"""Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
+
+
+def mutant_deadline_s(correct_ms: float | None) -> float:
+    """How long one mutant may run on an input: 50x the correct kernel, at least 5 s (+2 s load)."""
+    return max(5.0, 50.0 * (correct_ms or 0.0) / 1000.0) + 2.0
+
+
+@dataclass
+class ProblemPlan:
+    """Everything one worker task needs for a problem, built on the parent side."""
+
+    problem: Problem
+    substrate: Substrate
+    substrate_hash: str
+    original: dict[str, Any]
+    mutants: list[dict[str, Any]]
+    probe: InputSpec | None
+    specs: list[InputSpec]
+
+
+@dataclass
+class RunSummary:
+    cells: int = 0
+    restarts: int = 0
+    quarantined: list[str] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
+    """A tiny input: the smallest shape the substrate declares for its gate, else the official one."""
+    shapes = sorted(substrate.gate_shapes, key=lambda s: sum(v for v in s.values() if isinstance(v, int)))
+    from kbm_toolkit.problems import trial_seeds
+
+    seed = trial_seeds(1)[0]
+    return InputSpec.make(problem.key, seed, shape=shapes[0] if shapes else None, label="probe")
+
+
+def plan_problem(store: Any, problem: Problem, specs: list[InputSpec], arch: str, probe: bool,
+                 rules: list[Any] | None = None) -> ProblemPlan:
+    """Compile the substrate and every distinct mutant of it recorded in the store."""
+    substrate = substrate_for(problem)
+    sh = substrate_hash(substrate)
+    rows = {r["id"]: r for r in store.mutants(problem.key) if r["substrate_hash"] == sh
+            and r["status"] in ("distinct", "crash_probe")}
+    if not rows:
+        raise KbmError(f"no mutants of {problem.key} at its current source: run `kbm mutate {problem.key}` first")
+    original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
+    mutants = []
+    for m in generate(substrate, rules if rules is not None else load_rules()):
+        if m.id not in rows:
+            continue
+        image = compile_source(m.kernel_source, arch) if m.target == "kernel" else original
+        mutants.append({"id": m.id, "status": rows[m.id]["status"], "image": asdict(image),
+                        "kernel_source": m.kernel_source,
+                        "launcher_source": m.launcher_source if m.target == "launcher" else None})
+    return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
+                       probe_spec(problem, substrate) if probe else None, specs)
+
+
+def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
+           done: set[tuple[str, str]], checked: set[str], emit: Callable[[dict[str, Any]], None],
+           deadline: Callable[[float | None], float]) -> str:
+    """Run one problem's pairs to completion on `worker`, restarting it as needed; return a verdict."""
+    stuck = 0
+    while True:
+        todo = [(m["id"], s.id) for s in specs for m in mutants if (m["id"], s.id) not in done]
+        if not todo and all(s.id in checked for s in specs):
+            return "done"
+        task = {"problem": {**asdict(plan.problem), "path": str(plan.problem.path)},
+                "substrate": str(plan.substrate.folder), "original": plan.original,
+                "specs": [s.record() for s in specs],
+                "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")} for m in mutants],
+                "done": sorted(done), "checked": sorted(checked)}
+        current: dict[str, Any] = {}
+        correct_ms: dict[str, float] = {}
+        progressed = False
+
+        def timeout() -> float:
+            return deadline(correct_ms.get(current["input"])) if current else PHASE_TIMEOUT_S
+
+        for reply in worker.stream(task, timeout):
+            if reply.status == "item":
+                rec = reply.value
+                if rec["kind"] == "input":
+                    checked.add(rec["input"])
+                    correct_ms[rec["input"]] = rec.get("kernel_ms") or 0.0
+                    if not rec["valid"]:
+                        done.update((m["id"], rec["input"]) for m in mutants)
+                    emit(rec)
+                    progressed = True
+                elif rec["kind"] == "start":
+                    current = rec
+                elif rec["kind"] == "cell":
+                    done.add((rec["mutant"], rec["input"]))
+                    emit(rec)
+                    current = {}
+                    progressed = True
+                elif rec["kind"] == "poisoned":
+                    worker.close()  # its CUDA context is gone; the next round starts a fresh one
+                    break
+            elif reply.status == "ok":
+                break
+            elif reply.status == "error":
+                return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
+            else:  # crash or timeout of the worker itself
+                if current:
+                    cell = {"kind": "cell", "mutant": current["mutant"], "input": current["input"],
+                            "outcome": reply.status, "note": reply.message}
+                    done.add((cell["mutant"], cell["input"]))
+                    emit(cell)
+                    progressed = True
+                break
+        stuck = 0 if progressed else stuck + 1
+        if stuck >= 2:
+            return "error: the worker fails before any mutant runs (reference or correct kernel)"
+
+
+def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
+                emit: Callable[[dict[str, Any]], None],
+                deadline: Callable[[float | None], float] = mutant_deadline_s) -> str:
+    """Probe phase, then the full input set, for one problem."""
+    done, checked = set(store_view["done"]), set(store_view["checked"])
+    mutants = [m for m in plan.mutants if m["status"] == "distinct"]
+    if plan.probe is not None:
+        probed: list[dict[str, Any]] = []
+
+        def probe_emit(rec: dict[str, Any]) -> None:
+            probed.append(rec)
+            emit(rec)
+
+        verdict = _drive(worker, plan, [plan.probe], mutants, done, checked, probe_emit, deadline)
+        if verdict != "done":
+            return verdict
+        crashers = {r["mutant"] for r in probed if r["kind"] == "cell" and r["outcome"] in ("crash", "timeout")}
+        crashers |= store_view["probe_crashes"]  # quarantine a killed run left undone
+        for m in crashers:
+            emit({"kind": "quarantine", "mutant": m})
+        mutants = [m for m in mutants if m["id"] not in crashers]
+    return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline)
+
+
+def _probe_crashes(store: Any, plan: ProblemPlan) -> set[str]:
+    """Mutants whose stored probe cell crashed or timed out (a run killed before quarantining them)."""
+    if plan.probe is None:
+        return set()
+    rows = store.db.execute("select mutant from cells where input = ? and outcome in ('crash', 'timeout')",
+                            [plan.probe.id]).fetchall()
+    return {r[0] for r in rows}
+
+
+def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Problem], list[InputSpec]],
+                   source: str, arch: str, env: dict[str, Any], gpus: int = 1, probe: bool = True,
+                   target: str = TARGET, on_progress: Callable[[int, int], None] | None = None,
+                   on_problem: Callable[[str, str], None] | None = None, rules: list[Any] | None = None,
+                   deadline: Callable[[float | None], float] = mutant_deadline_s) -> RunSummary:
+    """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`."""
+    run_id = store.start_run("evaluate", env)
+    summary = RunSummary()
+    plans, views, total = [], {}, 0
+    for problem in problems:
+        specs = specs_for(problem)
+        plan = plan_problem(store, problem, specs, arch, probe, rules)
+        store.record_problem(problem)
+        store.record_inputs(specs + ([plan.probe] if plan.probe else []), source)
+        done = store.done_pairs(problem.key)
+        checks = store.checked_inputs(problem.key, plan.substrate_hash)
+        invalid = {i for i, c in checks.items() if not c["valid"]}
+        done |= {(m["id"], i) for m in plan.mutants for i in invalid}
+        views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, plan)}
+        n_distinct = sum(m["status"] == "distinct" for m in plan.mutants)
+        total += n_distinct * (len(specs) + (1 if plan.probe else 0))
+        plans.append(plan)
+    already = sum(len(v["done"]) for v in views.values())
+    results: queue.Queue = queue.Queue()
+    work: queue.Queue = queue.Queue()
+    for plan in plans:
+        work.put(plan)
+    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}) for i in range(gpus)]
+
+    def drive(worker: Worker) -> None:
+        while True:
+            try:
+                plan = work.get_nowait()
+            except queue.Empty:
+                return
+            verdict = run_problem(worker, views[plan.problem.key], plan,
+                                  lambda rec, key=plan.problem.key: results.put((key, rec)), deadline)
+            results.put((plan.problem.key, {"kind": "problem", "verdict": verdict}))
+
+    threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
+    for t in threads:
+        t.start()
+    batch: list[dict[str, Any]] = []
+    count = already
+    last_flush = time.monotonic()
+    hashes = {p.problem.key: p.substrate_hash for p in plans}
+    try:
+        while any(t.is_alive() for t in threads) or not results.empty():
+            try:
+                key, rec = results.get(timeout=0.5)
+            except queue.Empty:
+                key, rec = None, None
+            if rec is not None:
+                kind = rec["kind"]
+                if kind == "cell":
+                    batch.append(rec)
+                    count += 1
+                elif kind == "input":
+                    store.record_input_check(hashes[key], run_id, rec)
+                elif kind == "quarantine":
+                    store.record_cells(run_id, batch)
+                    batch = []
+                    store.set_mutant_status(rec["mutant"], "crash_probe", "crashed or hung on the probe input")
+                    summary.quarantined.append(rec["mutant"])
+                elif kind == "problem":
+                    summary.problems[key] = rec["verdict"]
+                    if on_problem:
+                        on_problem(key, rec["verdict"])
+            if batch and (len(batch) >= 256 or time.monotonic() - last_flush > 1.0 or rec is None):
+                store.record_cells(run_id, batch)
+                summary.cells += len(batch)
+                batch = []
+                last_flush = time.monotonic()
+            if on_progress:
+                on_progress(count, total)
+    finally:
+        store.record_cells(run_id, batch)
+        summary.cells += len(batch)
+        summary.restarts = sum(w.restarts for w in workers)
+        for w in workers:
+            w.close()
+    store.finish_run(run_id)
+    return summary

@@ -1,0 +1,49 @@
+"""A stand-in for kbm_toolkit.evaluate.evaluate_task with the same message protocol and no GPU.
+
+Behaviour per mutant comes from the KBM_FAKE environment variable (JSON: mutant id → `crash`
+(the process dies, as an illegal address aborts it), `poison` (a CUDA error: crash cell, then the
+task stops), `hang` — each on the real inputs only — or `probe-crash` (dies on the probe input
+only)); every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
+halfway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Iterator
+
+from kbm_toolkit.inputs import InputSpec
+
+
+def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    behaviour = json.loads(os.environ.get("KBM_FAKE", "{}"))
+    delay = float(os.environ.get("KBM_FAKE_DELAY", "0"))
+    done = {tuple(p) for p in task.get("done", ())}
+    checked = set(task.get("checked", ()))
+    for record in task["specs"]:
+        spec = InputSpec.from_record(record)
+        pending = [m for m in task["mutants"] if (m["id"], spec.id) not in done]
+        if not pending and spec.id in checked:
+            continue
+        probe = spec.label == "probe" or bool(spec.shape)
+        yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 1e-7,
+               "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0}
+        for m in pending:
+            yield {"kind": "start", "mutant": m["id"], "input": spec.id}
+            what = behaviour.get(m["id"])
+            if probe != (what == "probe-crash"):
+                what = None  # the others misbehave only on the real inputs, after the probe
+            if what in ("crash", "probe-crash"):
+                os._exit(134)
+            if what == "hang":
+                time.sleep(3600)
+            if what == "poison":
+                yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "crash", "note": "fake"}
+                yield {"kind": "poisoned", "mutant": m["id"], "input": spec.id}
+                return
+            time.sleep(delay)
+            killed = spec.id < m["id"]
+            yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
+                   "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0}

@@ -1,0 +1,135 @@
+"""The evaluation machinery with real worker processes that crash, hang and get killed (no GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbm_toolkit.evaluation_run import run_evaluation
+from kbm_toolkit.inputs import InputSpec
+from kbm_toolkit.mutate import generate, screen
+from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.rules import load_rules
+from kbm_toolkit.store import Store
+from kbm_toolkit.substrates import substrate_for
+
+from conftest import REPO
+
+RULES = [r for r in load_rules() if r.name in ("mul2div", "plus2minus", "minus2plus", "negate-store")]
+FAKE = "fake_evaluator:evaluate_task"
+
+
+def specs_for(problem) -> list[InputSpec]:
+    return [InputSpec.make(problem.key, seed, label=f"trial {seed}") for seed in (1, 2, 3)]
+
+
+def fast_deadline(_: float | None) -> float:
+    return 1.5
+
+
+def seeded_store(path: Path) -> tuple[Store, list[str]]:
+    problem = ProblemSet.discover().get("demo/3")
+    substrate = substrate_for(problem)
+    mutants = generate(substrate, RULES)
+    screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), "sm_90", workers=1)
+    store = Store(path)
+    store.record_problem(problem)
+    store.record_rules(RULES)
+    store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, "sm_90")
+    return store, [s.mutant.id for s in screened if s.status == "distinct"]
+
+
+def evaluate(store: Store, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, str]) -> object:
+    monkeypatch.setenv("KBM_FAKE", json.dumps(behaviour))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    return run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
+                          rules=RULES, deadline=fast_deadline)
+
+
+def cells(store: Store) -> dict[tuple[str, str], tuple]:
+    return {(r["mutant"], r["input"]): (r["outcome"], r["margin"]) for r in store.db["cells"].rows}
+
+
+def test_crashes_and_hangs_cost_a_restart_not_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    assert len(ids) >= 5
+    probe_crasher, crasher, poisoner, hanger = ids[:4]
+    summary = evaluate(store, monkeypatch, {probe_crasher: "probe-crash", crasher: "crash",
+                                            poisoner: "poison", hanger: "hang"})
+    got = cells(store)
+    inputs = [s.id for s in specs_for(ProblemSet.discover().get("demo/3"))]
+    # quarantined on the probe, never run on the real inputs
+    assert summary.quarantined == [probe_crasher]
+    assert store.mutant(probe_crasher)["status"] == "crash_probe"
+    assert not [k for k in got if k[0] == probe_crasher and k[1] in inputs]
+    # the crash on the probe input, and on the first real input, each cost one restart
+    assert got[(crasher, inputs[0])][0] == "crash"
+    assert got[(poisoner, inputs[0])][0] == "crash"
+    assert got[(hanger, inputs[0])][0] == "timeout"
+    # every other mutant got every input
+    for m in ids[4:]:
+        assert all((m, i) in got for i in inputs)
+    assert summary.restarts >= 4
+    assert summary.problems == {"demo/3_LayerNorm": "done"}
+
+
+def test_witnesses_and_verdicts_are_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    evaluate(store, monkeypatch, {})
+    verdicts = store.mutant_verdicts(tolerance=1e-2)
+    for m in ids:
+        witnesses = store.witnesses(m, tolerance=1e-2)
+        assert verdicts[m] == ("witnessed" if witnesses else "unwitnessed")
+        assert all(w["margin"] > 1e-2 for w in witnesses)
+    assert "witnessed" in verdicts.values()
+    assert all(not store.witnesses(m, tolerance=1.0) for m in ids)  # 0.5 passes at tolerance 1
+
+
+RUNNER = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from kbm_toolkit.store import Store
+from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.evaluation_run import run_evaluation
+import test_evaluation as t
+store = Store({db!r})
+run_evaluation(store, [ProblemSet.discover().get("demo/3")], t.specs_for, "test", "sm_90", {{}},
+               target=t.FAKE, rules=t.RULES, deadline=t.fast_deadline)
+"""
+
+
+def test_a_run_killed_halfway_resumes_to_the_same_matrix(tmp_path: Path) -> None:
+    whole, _ = seeded_store(tmp_path / "whole.db")
+    whole.close()
+    part, ids = seeded_store(tmp_path / "part.db")
+    total = len(ids) * 4  # three inputs and the probe
+    part.close()
+    env = {**os.environ, "KBM_FAKE": "{}", "PYTHONPATH": str(REPO / "tests")}
+    subprocess.run([sys.executable, "-c", RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "whole.db"))],
+                   env=env, check=True, timeout=300)
+    slow = {**env, "KBM_FAKE_DELAY": "0.05"}
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "part.db"))],
+                            env=slow, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        n = Store(tmp_path / "part.db").db["cells"].count
+        if n >= total // 3:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)  # the parent and its worker, at once, mid-run
+    proc.wait()
+    halfway = Store(tmp_path / "part.db").db["cells"].count
+    assert 0 < halfway < total
+    subprocess.run([sys.executable, "-c", RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "part.db"))],
+                   env=env, check=True, timeout=300)
+    resumed, reference = cells(Store(tmp_path / "part.db")), cells(Store(tmp_path / "whole.db"))
+    assert resumed == reference and len(resumed) == total
