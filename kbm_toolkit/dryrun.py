@@ -40,7 +40,8 @@ class DryRun:
 
     launches: list[Launch] = field(default_factory=list)
     output_shape: tuple[int, ...] = ()
-    reference_shape: tuple[int, ...] = ()
+    reference_shape: tuple[int, ...] | None = None
+    """None when the reference cannot run on meta tensors; then only the launcher is checked."""
 
 
 class RecordingKernels:

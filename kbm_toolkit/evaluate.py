@@ -18,6 +18,15 @@ from kbm_toolkit.problems import Problem
 from kbm_toolkit.substrates import Substrate
 
 
+def warm_up() -> None:
+    """Pay a worker's start-up (torch, cuda.core, the CUDA context) before its first task."""
+    import torch
+    from cuda.core import Device
+
+    torch.zeros(1, device="cuda")
+    Device(torch.cuda.current_device()).set_current()
+
+
 def _problem(data: dict[str, Any]) -> Problem:
     return Problem(**{**data, "path": Path(data["path"])})
 

@@ -126,7 +126,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     current = {}
                     progressed = True
                 elif rec["kind"] == "poisoned":
-                    worker.close()  # its CUDA context is gone; the next round starts a fresh one
+                    worker.retire()  # its CUDA context is gone; the warm spare takes over
                     break
             elif reply.status == "ok":
                 break
@@ -205,7 +205,9 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     work: queue.Queue = queue.Queue()
     for plan in plans:
         work.put(plan)
-    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}) for i in range(gpus)]
+    warm = "kbm_toolkit.evaluate:warm_up" if target == TARGET else None
+    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}, warm=warm, spare=True)
+               for i in range(gpus)]
 
     def drive(worker: Worker) -> None:
         while True:

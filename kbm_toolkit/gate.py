@@ -31,7 +31,9 @@ class GateRow:
     spec: dict[str, Any]
     spec_id: str
     outcome: str
-    """`pass`, `value`, `nonfinite`, `shape`, `crash`, or `skipped` (reference unusable)."""
+    """`pass`, `value`, `nonfinite`, `shape`, `crash`, `skipped` (reference unusable), or after an
+    fp64 adjudication `fp64-pass` (the substrate is right, the fp32 reference off) and `ceiling`
+    (the input is past the validity ceiling: correct fp32 kernels disagree there)."""
     margin: float | None = None
     max_abs: float | None = None
     ref_ms: float | None = None
@@ -45,7 +47,8 @@ class GateResult:
 
     problem: str
     status: str
-    """`passed`, `failed` (wrong on some input), or `error` (could not be run at all)."""
+    """`passed`, `failed` (wrong on some input), `error` (could not be run at all), or
+    `unrefereeable` (the reference misses its own fp64 evaluation on an official input)."""
     tolerance: float
     worst_margin: float | None = None
     rows: list[GateRow] = field(default_factory=list)
@@ -76,6 +79,34 @@ def gate_specs(problem: Problem, substrate: Substrate, trials: int = OFFICIAL_TR
                   InputSpec.make(key, s0, base="normal", params=(0.0, 1.0), shape=shape,
                                  label=f"normal(0, 1), {words}")]
     return specs
+
+
+def fp64_adjudication(model: Any, inputs: list[Any], ref: Any, out: Any, tolerance: float) -> tuple[str, str]:
+    """When the substrate misses the fp32 reference, ask the reference's fp64 evaluation who is off.
+
+    `fp64-pass`: the substrate is within tolerance of fp64 (the fp32 reference is the one off).
+    `ceiling`: the fp32 reference itself misses fp64 by more than the tolerance and the substrate
+    is no further off than twice that: the input is past the validity ceiling, where two correct
+    fp32 kernels legitimately disagree. Otherwise `value`: the substrate is wrong.
+    """
+    import copy
+
+    import torch
+
+    from kbm_toolkit.margin import compare
+
+    with torch.no_grad():
+        model64 = copy.deepcopy(model).double()
+        exact = model64(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                          for v in inputs])
+        ref_off = compare(exact, ref.double()).margin
+        sub_off = compare(exact, out.double()).margin
+    words = f"vs fp64: substrate {sub_off:.2e}, fp32 reference {ref_off:.2e}"
+    if sub_off <= tolerance:
+        return "fp64-pass", words
+    if ref_off > tolerance and sub_off <= 2 * ref_off:
+        return "ceiling", words
+    return "value", words
 
 
 def gate_task(task: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +160,8 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
             row.kernel_ms = (time.perf_counter() - start) * 1000
             cmp = compare(ref, out).judged(tolerance)
             row.outcome, row.margin, row.max_abs = cmp.outcome.value, cmp.margin, cmp.max_abs
+            if row.outcome == "value":
+                row.outcome, row.note = fp64_adjudication(model, inputs, ref, out, tolerance)
         except KbmError as e:
             row.outcome, row.note = "crash", e.line()
             result.status, result.message = "error", e.line()
@@ -139,7 +172,10 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
             break
         finally:
             del inputs
-        if row.outcome != "pass" and result.status == "passed":
+        if row.outcome == "ceiling" and row.label.startswith("official") and result.status == "passed":
+            result.status = "unrefereeable"
+            result.message = f"{row.label}: the fp32 reference misses its own fp64 evaluation; {row.note}"
+        elif row.outcome not in ("pass", "fp64-pass", "ceiling") and result.status in ("passed", "unrefereeable"):
             result.status = "failed"
             result.message = f"{row.label}: {row.outcome} (margin {row.margin:.3g})"
     ran = [r.margin for r in result.rows if r.margin is not None and r.outcome in ("pass", "value")]
@@ -215,7 +251,7 @@ def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[s
                 status = "error" if reply.status == "error" else "failed"
                 result = GateResult(item.problem.key, status, tolerance, message=f"{reply.status}: {reply.message}")
         if any(row.outcome == "crash" for row in result.rows):
-            worker.close()  # a CUDA error may have poisoned the context: the next task gets a fresh one
+            worker.retire()  # a CUDA error may have poisoned the context: the next task gets a fresh one
         store.record_gate(run_id, result)
         results.append(result)
         if on_result:

@@ -191,7 +191,8 @@ def _override_constants(tree: ast.Module, overrides: dict[str, Any]) -> ast.Modu
             continue
         for target, value in pairs:
             if isinstance(target, ast.Name) and target.id in overrides:
-                value = ast.Constant(overrides[target.id])
+                v = overrides[target.id]
+                value = ast.Constant(tuple(v) if isinstance(v, list) else v)  # TOML arrays are lists
             body.append(ast.copy_location(ast.Assign(targets=[target], value=value), node))
     tree = ast.Module(body=body, type_ignores=[])
     return ast.fix_missing_locations(tree)

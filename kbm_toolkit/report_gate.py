@@ -9,7 +9,7 @@ from rich.table import Table
 
 from kbm_toolkit.paths import embedded_store_path
 
-_STYLE = {"passed": "green", "failed": "red", "error": "red", "compile_error": "red"}
+_STYLE = {"passed": "green", "failed": "red", "error": "red", "compile_error": "red", "unrefereeable": "yellow"}
 
 
 def _console() -> Console:
@@ -42,7 +42,7 @@ def print_gate_results(results: list[Any], env: dict[str, Any]) -> None:
         table.add_column(col)
     for r in results:
         ran = [row for row in r.rows if row.outcome != "skipped"]
-        ok = sum(row.outcome == "pass" for row in ran)
+        ok = sum(row.outcome in ("pass", "fp64-pass", "ceiling") for row in ran)
         skipped = len(r.rows) - len(ran)
         inputs = f"{ok}/{len(ran)}" + (f" (+{skipped} skipped)" if skipped else "")
         style = _STYLE.get(r.status, "")

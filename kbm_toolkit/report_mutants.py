@@ -31,6 +31,7 @@ def _table(title: str, first: str, rows: list[tuple[str, Any]]) -> Table:
 def print_summary(summary: MutationSummary, by_rule: bool = True) -> None:
     """Generated → non-compiling, duplicate, equivalent → distinct, in total, by family and rule."""
     console = Console(highlight=False)
+    console.width = max(console.width, 110)  # rule names and six counts stay on one line when piped
     for key, why in summary.skipped.items():
         console.print(f"skipped {key}: {why}")
     total = summary.total

@@ -25,14 +25,20 @@ class Reply:
     message: str = ""
 
 
-def _child_main(conn: Any, target: str, env: dict[str, str]) -> None:
+def _load(target: str) -> Callable[..., Any]:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -> None:
     import os
 
     os.environ.update(env)  # before the target imports torch: e.g. CUDA_VISIBLE_DEVICES
     from kbm_toolkit.errors import KbmError
 
-    module, _, name = target.partition(":")
-    fn = getattr(importlib.import_module(module), name)
+    fn = _load(target)
+    if warm:
+        _load(warm)()  # e.g. import torch and create the CUDA context before any task arrives
     while True:
         try:
             task = conn.recv()
@@ -54,23 +60,37 @@ def _child_main(conn: Any, target: str, env: dict[str, str]) -> None:
 
 
 class Worker:
-    """One child process that runs `target(task)` for each task it is sent, restarted on demand."""
+    """One child process that runs `target(task)` for each task it is sent, restarted on demand.
 
-    def __init__(self, target: str, env: dict[str, str] | None = None) -> None:
+    With `spare=True` a second child is kept started (and warmed by `warm`, e.g. torch and a CUDA
+    context, ~4.5 s), so replacing a crashed worker costs a swap, not a cold start.
+    """
+
+    def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
+                 spare: bool = False) -> None:
         self.target = target
         self.env = dict(env or {})
+        self.warm = warm
+        self.spare = spare
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._conn: Any = None
+        self._spare: tuple[Any, Any] | None = None
         self.restarts = 0
 
-    def _start(self) -> None:
+    def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_child_main, args=(child, self.target, self.env),
-                                       daemon=True)
-        self._proc.start()
+        proc = self._ctx.Process(target=_child_main, args=(child, self.target, self.env, self.warm), daemon=True)
+        proc.start()
         child.close()
-        self._conn = parent
+        return proc, parent
+
+    def _start(self) -> None:
+        if self._spare is not None and self._spare[0].is_alive():
+            self._proc, self._conn = self._spare
+        else:
+            self._proc, self._conn = self._spawn()
+        self._spare = self._spawn() if self.spare else None
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""
@@ -113,17 +133,30 @@ class Worker:
         self._proc = None
         self.restarts += 1
 
+    def retire(self) -> None:
+        """Replace the active child (e.g. its CUDA context is gone), keeping the warm spare."""
+        self._stop(self._proc, self._conn)
+        self._proc = None
+        self.restarts += 1
+
     def close(self) -> None:
-        """Ask the worker to exit, then make sure it has."""
-        if self._proc is not None and self._proc.is_alive():
+        """Ask the worker (and any spare) to exit, then make sure they have."""
+        self._stop(self._proc, self._conn)
+        self._proc = None
+        if self._spare is not None:
+            self._stop(*self._spare)
+            self._spare = None
+
+    @staticmethod
+    def _stop(proc: Any, conn: Any) -> None:
+        if proc is not None and proc.is_alive():
             try:
-                self._conn.send(None)
-                self._proc.join(timeout=10)
+                conn.send(None)
+                proc.join(timeout=10)
             except (BrokenPipeError, OSError):
                 pass
-            if self._proc.is_alive():
-                self._proc.kill()
-        self._proc = None
+            if proc.is_alive():
+                proc.kill()
 
     def __enter__(self) -> "Worker":
         return self

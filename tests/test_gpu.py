@@ -59,3 +59,39 @@ def test_guard_holds_on_the_gpu(demo: ProblemSet, tmp_path: Path) -> None:
 def test_inputs_are_built_on_the_gpu(demo: ProblemSet) -> None:
     (x,) = demo.get("demo/1").load().inputs(5, "cuda")
     assert x.is_cuda and x.dtype == torch.float32
+
+
+def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(tmp_path: Path,
+                                                                                 demo: ProblemSet) -> None:
+    from kbm_toolkit.evaluation_run import run_evaluation
+    from kbm_toolkit.mutate import generate, screen
+    from kbm_toolkit.rules import _parse, load_rules
+    from kbm_toolkit.spec_sources import official_specs
+    from kbm_toolkit.store import Store
+
+    crash = _parse({"name": "force-crash", "family": "indexing", "description": "write far out of bounds",
+                    "pattern": r"out\[i\] = ", "replacement": "out[i + (1LL << 40)] = "}, Path("t.toml"), 0)
+    hang = _parse({"name": "force-hang", "family": "synchronization", "description": "spin forever",
+                   "pattern": r"if \(i < n\) \{", "replacement": "{ while (clock64() >= 0) {} } if (i < n) {"},
+                  Path("t.toml"), 0)
+    rules = [crash, hang, *[r for r in load_rules() if r.name == "mul2div"]]
+    problem = demo.get("demo/1")
+    substrate = substrate_for(problem)
+    mutants = generate(substrate, rules)
+    screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), device_arch(), workers=2)
+    assert all(s.status == "distinct" for s in screened), [(s.mutant.rule, s.status) for s in screened]
+    store = Store(tmp_path / "s.db")
+    store.record_problem(problem)
+    store.record_rules(rules)
+    store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, device_arch())
+    summary = run_evaluation(store, [problem], official_specs, "official", device_arch(), {"gpu": "test"}, rules=rules)
+    by_rule = {m.rule: m.id for m in mutants}
+    seen = {rule: [(r["input"][:6], r["outcome"], r["note"]) for r in store.db["cells"].rows_where("mutant = ?", [mid])]
+            for rule, mid in by_rule.items() if rule.startswith("force")}
+    assert set(summary.quarantined) == {by_rule["force-crash"], by_rule["force-hang"]}, (seen, summary)
+    assert summary.problems == {problem.key: "done"}
+    verdicts = store.mutant_verdicts(1e-2, problem.key)
+    assert verdicts[by_rule["force-crash"]] == verdicts[by_rule["force-hang"]] == "crash_probe"
+    others = [m.id for m in mutants if m.rule == "mul2div"]
+    assert others and all(len(store.db.execute("select 1 from cells where mutant = ?", [m]).fetchall()) == 6
+                          for m in others)  # the probe and the five official trials

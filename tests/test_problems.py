@@ -124,3 +124,14 @@ def test_overrides_reach_derived_and_tuple_constants(tmp_path) -> None:
     assert (module.constants["depth"], module.constants["height"], module.constants["width"]) == (4, 7, 6)
     assert (module.constants["h2"], module.constants["w2"]) == (5, 9)
     assert module.inputs(0)[0].shape == (2, 3, 4, 7, 6)
+
+
+def test_toml_array_overrides_become_tuples(fixture_set: ProblemSet, tmp_path) -> None:
+    level = tmp_path / "t"
+    level.mkdir()
+    (level / "1_Shape.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "input_shape = (4, 8)\n\ndef get_inputs():\n    return [torch.rand(*input_shape)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    module = ProblemSet([("builtin", tmp_path)]).get("t/1").load({"input_shape": [3, 5]})
+    assert module.constants["input_shape"] == (3, 5) and module.inputs(0)[0].shape == (3, 5)

@@ -120,3 +120,33 @@ def test_guards_restrict_sites() -> None:
                    "replacement": "<=", "guard": {"inside": "condition"}}, Path("t.toml"), 0)
     assert [s.col for s in loop.sites(text)] == [19]
     assert [s.col for s in cond.sites(text)] == [37]
+
+
+PAPER = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "000_3805da9392136fab.txt"
+
+
+def _appendix_b() -> dict[str, str]:
+    """Rule name → family, read from the paper's Table 7 (Appendix B)."""
+    text = PAPER.read_text()
+    table = text[text.index("Appendix B Mutation-rule inventory"):text.index("Appendix C")]
+    families, family = {}, None
+    for line in table.splitlines():
+        heading = re.match(r"^(Arithmetic|Indexing|Semantic|Boundary|Synchronization|Precision) \(\d+ rules\)", line)
+        if heading:
+            family = heading.group(1).lower()
+            continue
+        m = re.match(r"^([a-z0-9][a-z0-9-]*[a-z0-9])\t", line)
+        if m and family:
+            families[m.group(1)] = family
+    return families
+
+
+@pytest.mark.skipif(not PAPER.is_file(), reason=f"needs the paper at {PAPER}")
+def test_every_appendix_b_rule_is_implemented_in_its_family() -> None:
+    paper = _appendix_b()
+    ours = {r.name: r for r in RULES}
+    assert len(paper) == 120
+    assert sorted(set(paper) - set(ours)) == []
+    assert {name: ours[name].family for name in paper} == paper
+    assert all(ours[name].origin == "appendix-b" for name in paper)
+    assert all(r.origin in ("appendix-a", "mutgpu") for r in RULES if r.name not in paper)

@@ -48,7 +48,8 @@ def test_launcher_keeps_the_contract_at_every_gate_shape(key: str, folder: Path)
     substrate = substrate_for(problem)
     for shape in [None, *substrate.gate_shapes]:
         run = dry_run(problem, substrate, shape)
-        assert run.launches and run.output_shape == run.reference_shape
+        assert run.launches
+        assert run.reference_shape is None or run.output_shape == run.reference_shape
 
 
 # -- the guard and the recorder catch what they must ------------------------------------------

@@ -94,3 +94,12 @@ def test_a_stream_deadline_can_change_per_message() -> None:
     with Worker("test_workers:steps") as worker:
         replies = list(worker.stream({"n": 5, "hang_at": 2}, timeout=lambda: next(waits)))
     assert [r.status for r in replies] == ["item", "item", "timeout"]
+
+
+def test_a_spare_worker_replaces_a_crashed_one_at_once() -> None:
+    with Worker(TARGET, spare=True) as worker:
+        first = worker.run({"do": "echo", "value": 0}, timeout=60)
+        spare_pid = worker._spare[0].pid
+        worker.run({"do": "crash"}, timeout=60)
+        after = worker.run({"do": "echo", "value": 1}, timeout=60)
+    assert after.value["pid"] == spare_pid != first.value["pid"]

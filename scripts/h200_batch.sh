@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One device call's worth of GPU work (the lent H200 has no network: wheels travel in .whl/).
+#   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
+#                                           regate-failed
+# Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
+# (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
+set -u
+OUT=${OUT:-/tmp/kbm-out}
+BUDGET_S=${BUDGET_S:-560}
+begin=$(date +%s)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+mkdir -p "$OUT/logs" .kbm
+left() { echo $(( BUDGET_S - ($(date +%s) - begin) )); }
+gate() {
+    timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
+        gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
+    echo "gate $* exit $?; $(grep -c ': passed' "$OUT"/logs/gate-*.txt | awk -F: '{s+=$2} END {print s}') passed so far"
+}
+for step in "$@"; do
+    case $step in
+        gpu-tests) python3 -m pytest -m gpu -q -p no:cacheprovider > "$OUT/logs/pytest-gpu.txt" 2>&1
+                   tail -1 "$OUT/logs/pytest-gpu.txt" ;;
+        demo-pool) OUT="$OUT/logs" BUDGET=$(left) bash scripts/h200_demo_pool.sh; mv "$OUT/logs/demo-whole.db" "$OUT/" ;;
+        regate-failed) failed=$(python3 -c "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('.kbm/gate.db').execute(\"select problem from substrates where gate_status != 'passed'\")))")
+                       timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
+                           gate --timeout 150 $failed > "$OUT/logs/regate.txt" 2>&1; echo "regate $failed: exit $?" ;;
+        bench) python3 bench/compile_throughput.py --mutants --level demo > "$OUT/logs/bench-mutants.txt" 2>&1
+               python3 bench/compile_throughput.py --kernelbench third_party/KernelBench --repeat 1 \
+                   > "$OUT/logs/bench-substrates.txt" 2>&1
+               tail -n1 "$OUT/logs/bench-mutants.txt" "$OUT/logs/bench-substrates.txt" ;;
+        gate-level1) gate --level level1 ;;
+        gate-level2) gate --level level2 ;;
+        gate-all) gate ;;
+    esac
+done
+python3 -c "import sqlite3; sqlite3.connect('.kbm/gate.db').execute('pragma wal_checkpoint(TRUNCATE)')" 2>/dev/null
+cp .kbm/gate.db "$OUT/" 2>/dev/null
+tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"
+echo "batch done in $(( $(date +%s) - begin ))s"

@@ -1,0 +1,32 @@
+// tril(A @ B) for square A, B (M, M): the lower triangle (col <= row) of the product.
+// The full product is computed (inputs are not assumed triangular: the gate redraws them as full
+// normal matrices), then the store keeps only the triangle and writes 0 elsewhere.
+// Tiled shared-memory matmul, one output per thread, flat 1-D grid over output tiles.
+#define TILE 32
+
+extern "C" __global__ void matmul_tril(const float* __restrict__ A, const float* __restrict__ B,
+                                       float* __restrict__ C, int N) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tilesN = (N + TILE - 1) / TILE;
+    int tile = blockIdx.x;
+    int tileRow = tile / tilesN;
+    int tileCol = tile % tilesN;
+    int row = tileRow * TILE + threadIdx.y;
+    int col = tileCol * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < N; t += TILE) {
+        int ak = t + threadIdx.x;
+        int bk = t + threadIdx.y;
+        As[threadIdx.y][threadIdx.x] = (row < N && ak < N) ? A[(long long)row * N + ak] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = (bk < N && col < N) ? B[(long long)bk * N + col] : 0.0f;
+        __syncthreads();
+        for (int kk = 0; kk < TILE; ++kk) {
+            acc += As[threadIdx.y][kk] * Bs[kk][threadIdx.x];
+        }
+        __syncthreads();
+    }
+    if (row < N && col < N) {
+        C[(long long)row * N + col] = (col <= row) ? acc : 0.0f;
+    }
+}

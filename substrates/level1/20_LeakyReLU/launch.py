@@ -1,0 +1,9 @@
+BLOCK = 256
+
+
+def launch(k, model, x):
+    x = x.contiguous()
+    out = k.empty_like(x)
+    n = x.numel()
+    k.leaky_relu(x, out, n, model.negative_slope, grid=k.cdiv(n, BLOCK), block=BLOCK)
+    return out

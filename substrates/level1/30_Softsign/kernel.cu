@@ -1,0 +1,9 @@
+// Softsign: x / (1 + |x|), elementwise.
+extern "C" __global__ void softsign(const float* __restrict__ x, float* __restrict__ out,
+                                    long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        out[i] = v / (1.0f + fabsf(v));
+    }
+}

@@ -1,0 +1,39 @@
+BLOCK = 256
+
+
+def _triple(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v, v)
+
+
+def launch(k, model, x):
+    ct = model.conv_transpose
+    x = x.contiguous()
+    n, cin, d, h, w = x.shape
+    _, cout_g, kd, kh, kw = ct.weight.shape
+    cout = cout_g * ct.groups
+    sd, sh, sw = _triple(ct.stride)
+    pd, ph, pw = _triple(ct.padding)
+    dd, dh, dw = _triple(ct.dilation)
+    opd, oph, opw = _triple(ct.output_padding)
+    od = (d - 1) * sd - 2 * pd + dd * (kd - 1) + opd + 1
+    oh = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    ow = (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    y = k.empty(n, cout, od, oh, ow, dtype=x.dtype)
+    total = n * cout * od * oh * ow
+    k.conv_transpose3d_scale(x, ct.weight, ct.bias, model.scale1, y, n, cin, d, h, w, cout, od, oh, ow,
+                             kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, ct.groups, total,
+                             grid=k.cdiv(total, BLOCK), block=BLOCK)
+
+    pool = model.avg_pool
+    pkd, pkh, pkw = _triple(pool.kernel_size)
+    psd, psh, psw = _triple(pool.stride if pool.stride is not None else pool.kernel_size)
+    ppd, pph, ppw = _triple(pool.padding)
+    pd_ = (od + 2 * ppd - pkd) // psd + 1
+    ph_ = (oh + 2 * pph - pkh) // psh + 1
+    pw_ = (ow + 2 * ppw - pkw) // psw + 1
+    out = k.empty(n, cout, pd_, ph_, pw_, dtype=x.dtype)
+    total = n * cout * pd_ * ph_ * pw_
+    k.avg_pool3d_bias_scale(y, model.bias, model.scale2, out, cout, od, oh, ow, pd_, ph_, pw_,
+                            pkd, pkh, pkw, psd, psh, psw, ppd, pph, ppw, total,
+                            grid=k.cdiv(total, BLOCK), block=BLOCK)
+    return out

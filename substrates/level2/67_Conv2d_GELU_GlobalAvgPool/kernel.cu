@@ -1,0 +1,56 @@
+// Conv2d (one thread per output) with fused GELU (erf form), then the global average pool
+// (one block per (n, c), shared-memory tree).
+
+extern "C" __global__ void conv2d_gelu(const float* __restrict__ x, const float* __restrict__ w,
+                                       const float* __restrict__ b, float* __restrict__ y,
+                                       int N, int Cin, int H, int W, int Cout, int OH, int OW,
+                                       int KH, int KW, int sh, int sw, int ph, int pw,
+                                       int dh, int dw, int groups, long long total) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) {
+        int ow = (int)(i % OW);
+        int oh = (int)((i / OW) % OH);
+        int co = (int)((i / ((long long)OW * OH)) % Cout);
+        int n = (int)(i / ((long long)OW * OH * Cout));
+        int cin_g = Cin / groups;
+        int g = co / (Cout / groups);
+        float acc = 0.0f;
+        for (int ci = 0; ci < cin_g; ++ci) {
+            const float* xp = x + ((long long)n * Cin + (long long)g * cin_g + ci) * H * W;
+            const float* wp = w + ((long long)co * cin_g + ci) * KH * KW;
+            for (int kh = 0; kh < KH; ++kh) {
+                int ih = oh * sh - ph + kh * dh;
+                if (ih >= 0 && ih < H) {
+                    for (int kw = 0; kw < KW; ++kw) {
+                        int iw = ow * sw - pw + kw * dw;
+                        if (iw >= 0 && iw < W) {
+                            acc += xp[(long long)ih * W + iw] * wp[kh * KW + kw];
+                        }
+                    }
+                }
+            }
+        }
+        float v = acc + b[co];
+        y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    }
+}
+
+extern "C" __global__ void spatial_mean(const float* __restrict__ y, float* __restrict__ out, long long S) {
+    __shared__ float sdata[256];
+    int tid = threadIdx.x;
+    long long row = blockIdx.x;
+    const float* p = y + row * S;
+    float acc = 0.0f;
+    for (long long j = tid; j < S; j += blockDim.x) {
+        acc += p[j];
+    }
+    sdata[tid] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) {
+        out[row] = sdata[0] / (float)S;
+    }
+}

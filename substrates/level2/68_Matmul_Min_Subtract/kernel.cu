@@ -1,0 +1,36 @@
+// nn.Linear (y = x @ W^T + b, W is (N, K)), then min(y, c) - c with c a 0-dim parameter.
+// Shared-memory tiles of TILE x TILE, block (TILE, TILE), one thread per output element.
+// Each tile's partial product is summed separately and then added (blocked summation).
+#define TILE 16
+
+extern "C" __global__ void linear_min_sub(const float* __restrict__ x, const float* __restrict__ w,
+                                          const float* __restrict__ b, const float* __restrict__ c,
+                                          float* __restrict__ out, int M, int N, int K) {
+    __shared__ float xs[TILE][TILE];
+    __shared__ float ws[TILE][TILE + 1];  // +1: reading ws[tx][i] down a column without bank conflicts
+    int tx = threadIdx.x;
+    int ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;   // row of x and out
+    int col = blockIdx.x * TILE + tx;   // column of out = row of W
+    int wrow = blockIdx.x * TILE + ty;  // the row of W this thread loads
+
+    float acc = 0.0f;
+    for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+        int kk = t * TILE + tx;
+        xs[ty][tx] = (row < M && kk < K) ? x[(long long)row * K + kk] : 0.0f;
+        ws[ty][tx] = (wrow < N && kk < K) ? w[(long long)wrow * K + kk] : 0.0f;
+        __syncthreads();
+        float part = 0.0f;
+        for (int i = 0; i < TILE; ++i) {
+            part += xs[ty][i] * ws[tx][i];
+        }
+        acc += part;
+        __syncthreads();  // the tile is used up before the next load overwrites it
+    }
+    if (row < M && col < N) {
+        float v = acc + b[col];
+        float cv = c[0];
+        v = fminf(v, cv);
+        out[(long long)row * N + col] = v - cv;
+    }
+}

@@ -1,0 +1,13 @@
+TILE = 16  # matches TILE in kernel.cu
+
+
+def launch(k, model, x):
+    x = x.contiguous()
+    lin = model.gemm
+    M, K = x.shape
+    N = lin.weight.shape[0]
+    out = k.empty(M, N)
+    k.linear_sigmoid_scale_residual(x, lin.weight.contiguous(), lin.bias.contiguous(), out, M, N, K,
+                                    float(model.scaling_factor),
+                                    grid=(k.cdiv(N, TILE), k.cdiv(M, TILE)), block=(TILE, TILE))
+    return out

@@ -1,0 +1,34 @@
+// nn.Linear without bias (y = x @ W^T, W is (N, K)) as a tiled shared-memory matmul, block
+// (TILE, TILE), one thread per output element; each tile's partial product is summed separately.
+// Epilogue: relu(y + bias[n]) with the model's own bias parameter.
+#define TILE 16
+
+extern "C" __global__ void linear_add_relu(const float* __restrict__ x, const float* __restrict__ w,
+                                           const float* __restrict__ b, float* __restrict__ out, int M,
+                                           int N, int K) {
+    __shared__ float xs[TILE][TILE];
+    __shared__ float ws[TILE][TILE + 1];  // +1: reading ws[tx][i] down a column without bank conflicts
+    int tx = threadIdx.x;
+    int ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;   // row of x and out
+    int col = blockIdx.x * TILE + tx;   // column of out = row of W
+    int wrow = blockIdx.x * TILE + ty;  // the row of W this thread loads
+
+    float acc = 0.0f;
+    for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+        int kk = t * TILE + tx;
+        xs[ty][tx] = (row < M && kk < K) ? x[(long long)row * K + kk] : 0.0f;
+        ws[ty][tx] = (wrow < N && kk < K) ? w[(long long)wrow * K + kk] : 0.0f;
+        __syncthreads();
+        float part = 0.0f;
+        for (int i = 0; i < TILE; ++i) {
+            part += xs[ty][i] * ws[tx][i];
+        }
+        acc += part;
+        __syncthreads();  // the tile is used up before the next load overwrites it
+    }
+    if (row < M && col < N) {
+        float v = acc + b[col];
+        out[(long long)row * N + col] = fmaxf(v, 0.0f);
+    }
+}

@@ -1,0 +1,112 @@
+// level2/8: Conv3d -> / divisor -> MaxPool3d -> global average pool -> + bias -> sum over channels.
+
+// Conv3d (NCDHW), one thread per output element: gather over the receptive field.
+// weight: (C_out, C_in / groups, KD, KH, KW); bias: (C_out).
+extern "C" __global__ void conv3d_forward(const float* __restrict__ x, const float* __restrict__ w,
+                                          const float* __restrict__ b, float* __restrict__ y, int N,
+                                          int C_in, int D, int H, int W, int C_out, int OD, int OH, int OW,
+                                          int KD, int KH, int KW, int stride_d, int stride_h, int stride_w,
+                                          int pad_d, int pad_h, int pad_w, int dil_d, int dil_h, int dil_w,
+                                          int groups) {
+    long long total = (long long)N * C_out * OD * OH * OW;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) {
+        int ow = (int)(i % OW);
+        int oh = (int)((i / OW) % OH);
+        int od = (int)((i / ((long long)OW * OH)) % OD);
+        int co = (int)((i / ((long long)OW * OH * OD)) % C_out);
+        int n = (int)(i / ((long long)OW * OH * OD * C_out));
+        int cin_g = C_in / groups;
+        int cout_g = C_out / groups;
+        int g = co / cout_g;
+        float acc = 0.0f;
+        for (int ci = 0; ci < cin_g; ci++) {
+            const float* xc = x + ((long long)n * C_in + g * cin_g + ci) * D * H * W;
+            const float* wc = w + ((long long)co * cin_g + ci) * KD * KH * KW;
+            for (int kd = 0; kd < KD; kd++) {
+                int id = od * stride_d - pad_d + kd * dil_d;
+                if (id >= 0 && id < D) {
+                    for (int kh = 0; kh < KH; kh++) {
+                        int ih = oh * stride_h - pad_h + kh * dil_h;
+                        if (ih >= 0 && ih < H) {
+                            for (int kw = 0; kw < KW; kw++) {
+                                int iw = ow * stride_w - pad_w + kw * dil_w;
+                                if (iw >= 0 && iw < W) {
+                                    acc += xc[((long long)id * H + ih) * W + iw] *
+                                           wc[(kd * KH + kh) * KW + kw];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        y[i] = acc + b[co];
+    }
+}
+
+// Divide by the divisor, then MaxPool3d (floor mode); one thread per pooled output.
+extern "C" __global__ void div_max_pool3d(const float* __restrict__ in, float* __restrict__ out,
+                                          long long NC, int D, int H, int W, int OD, int OH, int OW, int KD,
+                                          int KH, int KW, int SD, int SH, int SW, int PD, int PH, int PW,
+                                          int DD, int DH, int DW, float divisor) {
+    long long total = NC * OD * OH * OW;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) {
+        int ow = (int)(i % OW);
+        int oh = (int)((i / OW) % OH);
+        int od = (int)((i / ((long long)OW * OH)) % OD);
+        long long nc = i / ((long long)OW * OH * OD);
+        const float* p = in + nc * D * H * W;
+        float m = -INFINITY;
+        for (int kd = 0; kd < KD; kd++) {
+            int d = od * SD - PD + kd * DD;
+            if (d < 0 || d >= D) continue;
+            for (int kh = 0; kh < KH; kh++) {
+                int h = oh * SH - PH + kh * DH;
+                if (h < 0 || h >= H) continue;
+                for (int kw = 0; kw < KW; kw++) {
+                    int w = ow * SW - PW + kw * DW;
+                    if (w < 0 || w >= W) continue;
+                    m = fmaxf(m, p[((long long)d * H + h) * W + w] / divisor);
+                }
+            }
+        }
+        out[i] = m;
+    }
+}
+
+// Global average pool plus the per-channel bias: one block of 256 threads per (n, c).
+extern "C" __global__ void global_avg_bias(const float* __restrict__ in, const float* __restrict__ bias,
+                                           float* __restrict__ out, long long NC, int C, long long S) {
+    __shared__ float sdata[256];
+    long long nc = blockIdx.x;
+    if (nc >= NC) return;
+    const float* p = in + nc * S;
+    float acc = 0.0f;
+    for (long long j = threadIdx.x; j < S; j += blockDim.x) {
+        acc += p[j];
+    }
+    sdata[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sdata[threadIdx.x] += sdata[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out[nc] = sdata[0] / S + bias[nc % C];
+    }
+}
+
+// Sum over the channel dim: one thread per sample.
+extern "C" __global__ void sum_channels(const float* __restrict__ in, float* __restrict__ out, int N,
+                                        int C) {
+    int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) {
+        float acc = 0.0f;
+        for (int c = 0; c < C; c++) {
+            acc += in[(long long)n * C + c];
+        }
+        out[n] = acc;
+    }
+}

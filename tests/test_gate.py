@@ -1,0 +1,46 @@
+"""Gate logic that needs no GPU: the specs it runs, and fp64 adjudication of a miss."""
+
+from __future__ import annotations
+
+import torch
+
+from kbm_toolkit.gate import fp64_adjudication, gate_specs
+from kbm_toolkit.problems import ProblemSet, trial_seeds
+from kbm_toolkit.substrates import substrate_for
+
+
+class Sum(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sum(dim=-1)
+
+
+def test_gate_runs_the_official_trials_then_harder_inputs(demo: ProblemSet) -> None:
+    problem = demo.get("demo/1")
+    specs = gate_specs(problem, substrate_for(problem))
+    assert [s.seed for s in specs[:5]] == trial_seeds(5)
+    assert all(s.base == "official" and not s.transforms for s in specs[:5])
+    labels = [s.label for s in specs[5:]]
+    assert labels[:3] == ["official x -1", "official x 3", "normal(0, 1)"]
+    assert any(s.shape for s in specs[8:])  # the substrate's odd shapes
+    assert len({s.id for s in specs}) == len(specs)
+
+
+def test_a_substrate_that_is_wrong_stays_wrong() -> None:
+    x = torch.randn(8, 64)
+    ref = Sum()(x)
+    assert fp64_adjudication(Sum(), [x], ref, ref + 0.5, 1e-3)[0] == "value"
+
+
+def test_a_substrate_closer_to_fp64_than_the_reference_passes() -> None:
+    x = torch.tensor([[1e8, 1.0, -1e8, 1.0]])
+    ref = Sum()(x)  # fp32 loses both ones: 0
+    exact = torch.tensor([2.0])
+    outcome, note = fp64_adjudication(Sum(), [x], ref, exact, 1e-3)
+    assert outcome == "fp64-pass" and "fp32 reference" in note
+
+
+def test_an_input_past_the_validity_ceiling_is_not_the_substrate_s_fault() -> None:
+    x = torch.tensor([[1e8, 1.0, -1e8, 1.0]])
+    ref = Sum()(x)
+    outcome, _ = fp64_adjudication(Sum(), [x], ref, torch.tensor([1.0]), 1e-3)  # off, but less than ref
+    assert outcome == "ceiling"
