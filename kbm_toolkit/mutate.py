@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -47,8 +48,9 @@ class Mutant:
     @property
     def name(self) -> str:
         """The one display name used everywhere: problem, file:line:col, rule, the rewrite."""
+        before, after = changed_part(self.site.original, self.site.replacement)
         return (f"{self.problem} {self.file}:{self.site.line}:{self.site.col} {self.rule}: "
-                f"replace {self.site.original.strip()!r} with {self.site.replacement.strip()!r}")
+                f"replace {before!r} with {after!r}")
 
     def diff(self, substrate: Substrate) -> str:
         """Unified diff of the mutated file against the substrate's."""
@@ -57,6 +59,24 @@ class Mutant:
         path = f"{self.problem}/{self.file}"
         return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
                                             f"a/{path}", f"b/{path}", n=2))
+
+
+_TOKENS = re.compile(r"\s+|\w+|.", re.S)
+
+
+def changed_part(original: str, replacement: str) -> tuple[str, str]:
+    """The tokens that differ between a site's text and its rewrite, with one token of context
+    when the change is a pure insertion or deletion (long sites read as their actual edit)."""
+    a, b = _TOKENS.findall(original), _TOKENS.findall(replacement)
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
+        j += 1
+    if (i == len(a) - j or i == len(b) - j) and i > 0:
+        i -= 1
+    return "".join(a[i:len(a) - j]).strip(), "".join(b[i:len(b) - j]).strip()
 
 
 def substrate_hash(substrate: Substrate) -> str:

@@ -126,3 +126,16 @@ def test_cli_unknown_rule_and_mutant(tmp_path: Path) -> None:
     assert bad_rule.exit_code == 3 and "no rule named 'nope'" in bad_rule.output
     missing = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "show", "ffff"])
     assert missing.exit_code == 3 and "no mutant with id 'ffff'" in missing.output
+
+
+@pytest.mark.parametrize("original, replacement, shown", [
+    ("i < n", "i <= n", ("<", "<=")),                                              # one token
+    ("for (int t = 0; t < (K + TILE - 1) / TILE", "for (int t = 0; t < (K + TILE - 1) / TILE - 1",
+     ("TILE", "TILE - 1")),                                                       # insertion: context kept
+    ("__syncthreads();", ";", ("__syncthreads()", "")),                           # deletion
+    ("out[i] = acc;", "out[i] = -(acc);", ("acc", "-(acc)")),
+])
+def test_names_show_the_actual_edit(original: str, replacement: str, shown: tuple) -> None:
+    from kbm_toolkit.mutate import changed_part
+
+    assert changed_part(original, replacement) == shown
