@@ -11,18 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbm_toolkit.errors import LaunchError, SubstrateError
+from kbm_toolkit.errors import SubstrateError
+from kbm_toolkit.launch_checks import check_launch
 from kbm_toolkit.launch_guard import guard
 from kbm_toolkit.problems import Problem
 from kbm_toolkit.runtime import as_shape
 from kbm_toolkit.signatures import Signature
 from kbm_toolkit.substrates import Substrate
-
-MAX_BLOCK_THREADS = 1024
-MAX_GRID = (2**31 - 1, 65535, 65535)
-MAX_DYNAMIC_SHMEM = 48 * 1024
-"""Above 48 KiB a kernel must opt in with a function attribute, which launchers cannot set."""
-
 
 @dataclass
 class Launch:
@@ -61,38 +56,7 @@ class RecordingKernels:
         return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
 
     def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
-        torch = self._torch
-        sig = self._signatures[name]
-        if len(args) != len(sig.params):
-            raise LaunchError(f"kernel {name} takes {len(sig.params)} arguments, launcher gave {len(args)}",
-                              self._where)
-        for p, a in zip(sig.params, args):
-            if p.pointer:
-                if not isinstance(a, torch.Tensor):
-                    raise LaunchError(f"kernel {name}: {p.name} is a pointer, got {type(a).__name__}", self._where)
-                if not a.is_contiguous():
-                    raise LaunchError(f"kernel {name}: tensor for {p.name} must be contiguous", self._where)
-                if str(a.dtype).removeprefix("torch.") != p.dtype:
-                    raise LaunchError(f"kernel {name}: {p.name} expects {p.dtype}, got {a.dtype}", self._where)
-            elif isinstance(a, torch.Tensor) or not isinstance(a, (int, float, bool)):
-                raise LaunchError(f"kernel {name}: {p.name} is a scalar, got {type(a).__name__}", self._where)
-            elif p.dtype.startswith(("int", "uint")) and not isinstance(a, int):
-                raise LaunchError(f"kernel {name}: {p.name} is {p.dtype}, got {type(a).__name__}", self._where)
-            elif p.dtype == "int32" and not -2**31 <= a < 2**31:
-                raise LaunchError(f"kernel {name}: {p.name}={a} overflows int32; use long long", self._where)
-        g = (grid,) if isinstance(grid, int) else tuple(grid)
-        b = (block,) if isinstance(block, int) else tuple(block)
-        if not all(isinstance(v, int) for v in g + b) or len(g) > 3 or len(b) > 3:
-            raise LaunchError(f"kernel {name}: grid and block must be up to three ints", self._where)
-        threads = 1
-        for v in b:
-            threads *= v
-        if threads > MAX_BLOCK_THREADS:
-            raise LaunchError(f"kernel {name}: block of {threads} threads exceeds {MAX_BLOCK_THREADS}", self._where)
-        if any(v > limit for v, limit in zip(g, MAX_GRID)):
-            raise LaunchError(f"kernel {name}: grid {g} exceeds CUDA's limits {MAX_GRID}", self._where)
-        if shmem > MAX_DYNAMIC_SHMEM:
-            raise LaunchError(f"kernel {name}: {shmem} bytes of dynamic shared memory exceed 48 KiB", self._where)
+        g, b = check_launch(self._signatures[name], args, grid, block, shmem, self._where, "meta")
         self.launches.append(Launch(name, g, b, int(shmem)))
 
     def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbm_toolkit.errors import LaunchError, NoDevice
+from kbm_toolkit.errors import NoDevice
+from kbm_toolkit.launch_checks import check_launch
 from kbm_toolkit.signatures import Signature
 
 
@@ -48,41 +49,19 @@ class Kernels:
 
     def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
         """Launch kernel `name` on torch's current stream."""
+        import numpy as np
         from cuda.core import LaunchConfig, Stream, launch
 
         sig = self._signatures[name]
-        if len(args) != len(sig.params):
-            raise LaunchError(f"kernel {name} takes {len(sig.params)} arguments, launcher gave {len(args)}",
-                              self._where)
+        grid, block = check_launch(sig, args, grid, block, shmem, self._where, "cuda")
         if name not in self._kernels:
             self._kernels[name] = self._module.get_kernel(name)
-        typed = [self._typed(name, p, a) for p, a in zip(sig.params, args)]
-        grid, block = _dims(grid), _dims(block)
+        typed = [np.intp(a.data_ptr()) if p.pointer else np.dtype(p.dtype).type(a)
+                 for p, a in zip(sig.params, args)]
         if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
             return  # an empty output launches nothing, as CUDA code would guard
         stream = Stream.from_handle(self._torch.cuda.current_stream().cuda_stream)
         launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shmem), self._kernels[name], *typed)
-
-    def _typed(self, kernel: str, param: Any, value: Any) -> Any:
-        import numpy as np
-
-        torch = self._torch
-        if param.pointer:
-            if not isinstance(value, torch.Tensor):
-                raise LaunchError(f"kernel {kernel}: {param.name} is a pointer, got {type(value).__name__}",
-                                  self._where)
-            if not value.is_cuda or not value.is_contiguous():
-                raise LaunchError(f"kernel {kernel}: tensor for {param.name} must be contiguous on the GPU",
-                                  self._where)
-            if str(value.dtype).removeprefix("torch.") != param.dtype:
-                raise LaunchError(f"kernel {kernel}: {param.name} expects {param.dtype}, got {value.dtype}",
-                                  self._where)
-            return np.intp(value.data_ptr())
-        if isinstance(value, torch.Tensor):
-            raise LaunchError(f"kernel {kernel}: {param.name} is a scalar, got a tensor", self._where)
-        if param.dtype in ("float16", "bfloat16"):
-            raise LaunchError(f"kernel {kernel}: pass {param.name} as float, not {param.dtype}", self._where)
-        return np.dtype(param.dtype).type(value)
 
     # -- output allocation ------------------------------------------------------------------
     def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
@@ -121,8 +100,3 @@ def as_shape(shape: tuple) -> tuple[int, ...]:
         return tuple(int(v) for v in shape[0])
     return tuple(int(v) for v in shape)
 
-
-def _dims(value: Any) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (int(value),)
-    return tuple(int(v) for v in value)
