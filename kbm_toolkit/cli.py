@@ -184,7 +184,7 @@ def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str |
     finally:
         worker.close()
     print_gate_results(results, env)
-    if any(r.status != "passed" for r in results):
+    if any(r.status not in ("passed", "unrefereeable") for r in results):
         sys.exit(ExitCode.GATE_FAILED)
 
 

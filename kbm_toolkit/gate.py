@@ -109,6 +109,31 @@ def fp64_adjudication(model: Any, inputs: list[Any], ref: Any, out: Any, toleran
     return "value", words
 
 
+def unrefereeable(official: list[Any], again: Any, tolerance: float) -> str:
+    """Why no checker can referee this problem, or "": a random or a constant reference.
+
+    `again` is a second evaluation of the first official input: if it differs from the first
+    beyond the tolerance, the reference is random (training-mode dropout). If every official
+    output is one and the same constant, any kernel that writes that constant passes.
+    """
+    import torch
+
+    from kbm_toolkit.margin import compare
+
+    first = official[0]
+    if not isinstance(first, torch.Tensor):
+        return ""
+    if again is not None:
+        if not compare(first, again).passes(tolerance):
+            return "random reference: two evaluations of one official input differ"
+        return ""
+    if first.numel() and all(isinstance(o, torch.Tensor) and o.shape == first.shape for o in official):
+        value = first.reshape(-1)[0]
+        if all(bool((o == value).all()) for o in official):
+            return f"constant reference: every official output is {float(value):g}"
+    return ""
+
+
 def gate_task(task: dict[str, Any]) -> dict[str, Any]:
     """Worker task: gate one substrate with a compiled image (runs on the GPU)."""
     from kbm_toolkit.nvrtc import Image
@@ -131,6 +156,7 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
     result = GateResult(problem.key, "passed", tolerance)
     kernel = LoadedKernel(substrate, image)
     built: dict[tuple, tuple[Any, Any]] = {}
+    official: list[Any] = []
     for spec in gate_specs(problem, substrate):
         row = GateRow(spec.label, spec.record(), spec.id, "skipped")
         result.rows.append(row)
@@ -145,6 +171,14 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
                 ref = model(*inputs)
             torch.cuda.synchronize()
             row.ref_ms = (time.perf_counter() - start) * 1000
+            if row.label.startswith("official"):
+                official.append(ref.detach().clone() if isinstance(ref, torch.Tensor) else ref)
+                if len(official) == 1:
+                    with torch.no_grad():
+                        again = model(*inputs)
+                    why = unrefereeable(official, again, tolerance)
+                    if why:
+                        result.status, result.message, row.note = "unrefereeable", why, why
         except KbmError as e:
             row.note = f"reference unusable: {e.message}"
             continue
@@ -178,6 +212,10 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
         elif row.outcome not in ("pass", "fp64-pass", "ceiling") and result.status in ("passed", "unrefereeable"):
             result.status = "failed"
             result.message = f"{row.label}: {row.outcome} (margin {row.margin:.3g})"
+    if result.status == "passed" and len(official) == OFFICIAL_TRIALS:
+        why = unrefereeable(official, None, tolerance)
+        if why:
+            result.status, result.message = "unrefereeable", why
     ran = [r.margin for r in result.rows if r.margin is not None and r.outcome in ("pass", "value")]
     result.worst_margin = max(ran) if ran else None
     if not any(r.outcome != "skipped" for r in result.rows) and result.status == "passed":

@@ -191,6 +191,10 @@ class Store:
     def record_gate(self, run_id: int, result: Any) -> None:
         """Store one gate verdict and its per-input rows, in one transaction."""
         with self.db.conn:
+            if self._has("problems", result.problem):
+                unrefereeable = result.status == "unrefereeable"
+                self.db["problems"].update(result.problem, {"refereeable": 0 if unrefereeable else 1,
+                                                            "reason": result.message if unrefereeable else None})
             self.db["substrates"].upsert({
                 "problem": result.problem, "gate_status": result.status,
                 "gate_tolerance": result.tolerance, "gate_worst_margin": result.worst_margin,

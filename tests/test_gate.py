@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kbm_toolkit.gate import fp64_adjudication, gate_specs
+from kbm_toolkit.gate import fp64_adjudication, gate_specs, unrefereeable
 from kbm_toolkit.problems import ProblemSet, trial_seeds
 from kbm_toolkit.substrates import substrate_for
 
@@ -44,3 +44,28 @@ def test_an_input_past_the_validity_ceiling_is_not_the_substrate_s_fault() -> No
     ref = Sum()(x)
     outcome, _ = fp64_adjudication(Sum(), [x], ref, torch.tensor([1.0]), 1e-3)  # off, but less than ref
     assert outcome == "ceiling"
+
+
+def test_a_random_reference_is_unrefereeable() -> None:
+    torch.manual_seed(0)
+    drop = torch.nn.Dropout(0.2)  # training mode, as KernelBench leaves it
+    x = torch.rand(64, 64)
+    assert "random reference" in unrefereeable([drop(x)], drop(x), 1e-3)
+
+
+def test_a_constant_reference_is_unrefereeable_and_a_varying_one_is_not() -> None:
+    zeros = [torch.zeros(4, 3) for _ in range(5)]
+    assert unrefereeable(zeros, None, 1e-3) == "constant reference: every official output is 0"
+    varying = [torch.rand(4, 3) for _ in range(5)]
+    assert unrefereeable(varying, None, 1e-3) == "" and unrefereeable(varying, varying[0].clone(), 1e-3) == ""
+
+
+def test_store_marks_unrefereeable_problems(fresh_store, demo: ProblemSet) -> None:
+    from kbm_toolkit.gate import GateResult
+
+    problem = demo.get("demo/1")
+    fresh_store.record_problem(problem)
+    fresh_store.record_gate(fresh_store.start_run("gate", {}),
+                            GateResult(problem.key, "unrefereeable", 1e-3, message="constant reference: 0"))
+    row = fresh_store.db["problems"].get(problem.key)
+    assert row["refereeable"] == 0 and row["reason"] == "constant reference: 0"
