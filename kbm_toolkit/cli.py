@@ -370,9 +370,8 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
             on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"))
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts.")
-    failed = {k: v for k, v in summary.problems.items() if v != "done"}
-    if failed:
-        sys.exit(ExitCode.GATE_FAILED)
+    if any(v != "done" for v in summary.problems.values()):
+        sys.exit(ExitCode.RUN_INCOMPLETE)
 
 
 def main() -> None:

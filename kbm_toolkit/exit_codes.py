@@ -18,5 +18,7 @@ class ExitCode(enum.IntEnum):
     """A correct substrate failed its own gate: fix the substrate before trusting any score."""
     NO_DEVICE = 5
     """The command needs a CUDA device and none is visible."""
+    RUN_INCOMPLETE = 6
+    """An evaluation left problems unfinished (e.g. the correct substrate failed on an input)."""
     INTERNAL = 70
     """A bug in kbm: please report it with the traceback."""
