@@ -374,6 +374,63 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
         sys.exit(ExitCode.RUN_INCOMPLETE)
 
 
+@cli.command("adapters")
+@click.pass_obj
+def adapters_cmd(obj: Context) -> None:
+    """List the installed protocols: adapter, name, tolerance, description.
+
+    Example: kbm adapters
+    """
+    from kbm_toolkit.plugins import adapter_names, adapter_protocols
+
+    for name in adapter_names():
+        for p in adapter_protocols(name):
+            click.echo(f"{name:<14} {p.name:<18} {p.tolerance:<8g} {p.description}")
+
+
+@cli.command()
+@click.option("--adapter", "-a", "adapter", required=True,
+              help="The protocol to audit: an installed adapter's name (kbm adapters) or a path.")
+@click.option("--vs", "vs", help="Another protocol: split the difference into inputs and tolerance.")
+@click.option("--tolerance", type=float, help="Re-score at this atol = rtol instead of the protocol's.")
+@click.option("--denominator", "denominator", multiple=True,
+              help="Protocols whose detections define the witnessed mutants (default: every installed one).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--fail-under", type=float, help="Exit 7 when detection is below this percentage.")
+@click.pass_obj
+def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, denominator: tuple[str, ...],
+          as_json: bool, fail_under: float | None) -> None:
+    """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
+
+    Reports detection of witnessed mutants with a 90% bootstrap band over problems, misses by
+    family, the worst problems and rules, and false rejections of the correct kernel. Reads your
+    store, or the store shipped with kbm when yours has no cells yet.
+
+    Example: kbm audit --adapter kbv --vs kernelbench
+    """
+    from kbm_toolkit.paths import embedded_store_path
+    from kbm_toolkit.plugins import all_protocols, load_protocol
+    from kbm_toolkit.report_audit import print_audit, provenance
+    from kbm_toolkit.score import audit as run_audit
+    from kbm_toolkit.score import load_matrices, to_json
+    from kbm_toolkit.store import Store
+
+    protocol = load_protocol(adapter)
+    other = load_protocol(vs) if vs else None
+    deno = [load_protocol(d) for d in denominator] if denominator else all_protocols()
+    store = obj.store()
+    if store.db["cells"].count == 0 and obj.store_path is None and embedded_store_path().is_file():
+        store = Store(embedded_store_path(), readonly=True)
+    report = run_audit(protocol, load_matrices(store), deno, tolerance, other)
+    report["provenance"] = provenance(store)
+    if as_json:
+        click.echo(to_json(report))
+    else:
+        print_audit(report, report["provenance"])
+    if fail_under is not None and (report["detection_pct"] or 0.0) < fail_under:
+        sys.exit(ExitCode.BELOW_THRESHOLD)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="kbm")

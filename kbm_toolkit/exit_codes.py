@@ -20,5 +20,7 @@ class ExitCode(enum.IntEnum):
     """The command needs a CUDA device and none is visible."""
     RUN_INCOMPLETE = 6
     """An evaluation left problems unfinished (e.g. the correct substrate failed on an input)."""
+    BELOW_THRESHOLD = 7
+    """`kbm audit --fail-under PCT`: the protocol detects fewer witnessed mutants than PCT."""
     INTERNAL = 70
     """A bug in kbm: please report it with the traceback."""

@@ -57,10 +57,18 @@ BUILT_IN: dict[str, Callable[[Problem], list[InputSpec]]] = {"official": officia
 
 
 def resolve(source: str) -> Callable[[Problem], list[InputSpec]]:
-    """A function from problem to its input specs, for a built-in name or a file path."""
+    """A function from problem to its input specs: a built-in name, a protocol (an installed
+    adapter's name, or a protocol folder or .toml), or a file of spec records."""
     if source in BUILT_IN:
         return BUILT_IN[source]
     path = Path(source)
-    if path.is_file():
+    spec_file = path.suffix in (".jsonl", ".json") or (path.suffix == ".toml" and "protocol" not in load_toml(path))
+    if path.is_file() and spec_file:
         return file_source(path)
-    raise KbmError(f"no input source {source!r}: use {', '.join(BUILT_IN)}, or a .toml/.jsonl file of specs")
+    from kbm_toolkit.plugins import load_protocol
+
+    try:
+        return load_protocol(source).specs
+    except KbmError:
+        raise KbmError(f"no input source {source!r}: use {', '.join(BUILT_IN)}, an adapter "
+                       f"(kbm adapters), or a .toml/.jsonl file of specs") from None

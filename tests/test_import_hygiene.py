@@ -8,7 +8,9 @@ import sys
 import pytest
 
 HEADLESS = ["kbm_toolkit.store", "kbm_toolkit.margin", "kbm_toolkit.cli", "kbm_toolkit.report_gate",
-            "kbm_toolkit.problems", "kbm_toolkit.gate", "kbm_toolkit.inputs"]
+            "kbm_toolkit.problems", "kbm_toolkit.gate", "kbm_toolkit.inputs", "kbm_toolkit.score",
+            "kbm_toolkit.report_audit", "kbm_toolkit.protocols", "kbm_toolkit.plugins",
+            "kbm_toolkit.rules", "kbm_toolkit.mutation_run", "kbm_toolkit.evaluation_run"]
 
 
 @pytest.mark.parametrize("module", HEADLESS)
@@ -21,6 +23,7 @@ def test_module_does_not_import_cuda(module: str) -> None:
 
 
 def test_store_does_not_import_torch() -> None:
-    code = "import sys, kbm_toolkit.store, kbm_toolkit.report_gate; print('torch' in sys.modules)"
+    code = ("import sys, kbm_toolkit.store, kbm_toolkit.report_gate, kbm_toolkit.score, "
+            "kbm_toolkit.report_audit; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,0 +1,25 @@
+"""Shape variation for the fuzz-shapes protocol: one size constant at a time to a boundary value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+NOT_SIZES = ("kernel", "stride", "pad", "dilation", "group", "axis", "eps", "momentum", "slope",
+             "alpha", "beta", "scale", "factor", "margin", "value", "min", "max", "threshold")
+"""Words in a constant's name that mark it as a parameter, not a size: changing it changes what
+the problem computes. A name ending in `_dim` (reduce_dim) is an axis."""
+
+
+def is_size(name: str, value: Any) -> bool:
+    """Whether a module constant is an integer size that shape variation may change."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2 or name.endswith("_dim"):
+        return False
+    tokens = name.lower().split("_")
+    return not any(t.startswith(w) for t in tokens for w in NOT_SIZES) and "p" not in tokens
+
+
+def boundary_shapes(problem: Any, constants: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Input-spec records: each integer size constant of `problem`, in turn, set to each value."""
+    return [{"shape": {name: size}, "label": f"shape {name}={size}"}
+            for name, value in sorted(constants.items()) if is_size(name, value)
+            for size in config.get("values", [1, 3, 7, 256, 1025]) if size != value]

@@ -1,0 +1,208 @@
+"""Score protocols against the kill matrix: a query over the store, no GPU, no CUDA import.
+
+Definitions (DESIGN.md, "Scoring"):
+- An input of a protocol is *valid* at tolerance t when its reference is usable and finite and
+  the correct substrate passes it at t. An input on which the correct substrate fails is a
+  *false rejection*; one whose reference raises or is non-finite is dropped by protocols that
+  say so (KernelBench-Verified) and is a false rejection otherwise (allclose fails on NaN).
+- A protocol *detects* a mutant when one of its valid inputs kills it at the protocol's
+  tolerance: the cell's outcome is not `pass`, or its margin exceeds t.
+- The denominator is the *witnessed* mutants: those detected by at least one protocol of the
+  denominator set (by default every installed protocol, each at its own tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.problems import Problem
+from kbm_toolkit.protocols import Protocol
+
+
+@dataclass
+class Matrix:
+    """One problem's slice of the store: its distinct mutants, input checks and cells."""
+
+    problem: Problem
+    mutants: dict[str, dict[str, Any]]
+    checks: dict[str, dict[str, Any]]
+    cells: dict[tuple[str, str], tuple[str, float | None]]
+
+
+def load_matrices(store: Any) -> list[Matrix]:
+    """Every problem that has distinct mutants, with what the store knows about it."""
+    out = []
+    problems = {r["key"]: r for r in store.db["problems"].rows}
+    keys = [r[0] for r in store.db.execute("select distinct problem from mutants where status = 'distinct' "
+                                            "order by problem").fetchall()]
+    for key in keys:
+        row = problems.get(key, {})
+        if row.get("refereeable") == 0:
+            continue  # unrefereeable problems are excluded from scores
+        mutants = {m["id"]: m for m in store.db["mutants"].rows_where("problem = ? and status = 'distinct'", [key])}
+        hashes = {m["substrate_hash"] for m in mutants.values()}
+        checks = {}
+        for r in store.db.query("select k.* from input_checks k join inputs i on i.id = k.input "
+                                "where i.problem = ?", [key]):
+            if r["substrate_hash"] in hashes:
+                checks[r["input"]] = r
+        cells = {(r["mutant"], r["input"]): (r["outcome"], r["margin"]) for r in store.db.query(
+            "select c.mutant, c.input, c.outcome, c.margin from cells c join mutants m on m.id = c.mutant "
+            "where m.problem = ? and m.status = 'distinct'", [key])}
+        problem = Problem(key, row.get("level", key.split("/")[0]), int(row.get("number") or 0),
+                          row.get("name", key.split("_", 1)[-1]), Path(row.get("path") or key), row.get("origin", ""))
+        out.append(Matrix(problem, mutants, checks, cells))
+    return out
+
+
+@dataclass
+class ProtocolResult:
+    """What one protocol does on every problem, at one tolerance."""
+
+    protocol: str
+    tolerance: float
+    detected: dict[str, set[str]] = field(default_factory=dict)
+    false_rejections: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+    missing_checks: dict[str, list[str]] = field(default_factory=dict)
+    missing_cells: dict[str, int] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Problems whose specs could not be built here (e.g. a hook needs the problem file)."""
+
+
+def _killed(cell: tuple[str, float | None], t: float) -> bool:
+    outcome, margin = cell
+    return outcome != "pass" or margin is None or margin > t
+
+
+def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | None = None,
+                 inputs_of: Protocol | None = None) -> ProtocolResult:
+    """Detected mutants per problem for `protocol` at `tolerance` (default its own), judging
+    validity and kills at that tolerance. `inputs_of` takes the inputs from another protocol
+    (for the decomposition of a gain into inputs and tolerance)."""
+    t = protocol.tolerance if tolerance is None else tolerance
+    source = inputs_of or protocol
+    result = ProtocolResult(protocol.name, t)
+    for mx in matrices:
+        key = mx.problem.key
+        try:
+            specs = source.specs(mx.problem)
+        except KbmError as e:
+            result.unavailable[key] = e.line()
+            continue
+        valid = []
+        for spec in specs:
+            check = mx.checks.get(spec.id)
+            if check is None:
+                result.missing_checks.setdefault(key, []).append(spec.id)
+                continue
+            reference_bad = not check["valid"] and check["outcome"] is None
+            if reference_bad and source.drop_nonfinite_reference:
+                result.dropped += 1
+                continue
+            if not check["valid"] or check["margin"] is None or check["margin"] > t:
+                result.false_rejections.append({"problem": key, "input": spec.id, "label": spec.label,
+                                                "margin": check["margin"], "note": check["note"]})
+                continue
+            valid.append(spec.id)
+        detected = set()
+        for m in mx.mutants:
+            for i in valid:
+                cell = mx.cells.get((m, i))
+                if cell is None:
+                    result.missing_cells[key] = result.missing_cells.get(key, 0) + 1
+                elif _killed(cell, t):
+                    detected.add(m)
+                    break
+        result.detected[key] = detected
+    return result
+
+
+def witnessed(results: list[ProtocolResult]) -> dict[str, set[str]]:
+    """Per problem, the mutants some protocol detects: the denominator."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for r in results:
+        for key, found in r.detected.items():
+            out[key] |= found
+    return dict(out)
+
+
+def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """90% band of the pooled detection rate when problems are resampled with replacement."""
+    per_problem = [p for p in per_problem if p[1]]
+    if not per_problem:
+        return (float("nan"), float("nan"))
+    rng = random.Random(seed)
+    rates = []
+    for _ in range(draws):
+        sample = [per_problem[rng.randrange(len(per_problem))] for _ in per_problem]
+        rates.append(sum(d for d, _ in sample) / sum(n for _, n in sample))
+    rates.sort()
+    return rates[int(0.05 * draws)], rates[int(0.95 * draws) - 1]
+
+
+def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
+          tolerance: float | None = None, vs: Protocol | None = None) -> dict[str, Any]:
+    """The audit of `protocol`: detection of witnessed mutants, with its structure."""
+    base = [run_protocol(p, matrices) for p in denominator if p.name != protocol.name]
+    mine = run_protocol(protocol, matrices, tolerance)
+    own = mine if tolerance is None else run_protocol(protocol, matrices)
+    wit = witnessed(base + [own])  # the denominator never depends on a --tolerance override
+    by_key = {mx.problem.key: mx for mx in matrices}
+    n = sum(len(w) for w in wit.values())
+    d = sum(len(mine.detected.get(k, set()) & w) for k, w in wit.items())
+    families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    rules: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    problems = []
+    for key, w in wit.items():
+        found = mine.detected.get(key, set())
+        for m in w:
+            row = by_key[key].mutants[m]
+            for bucket in (families[row["family"]], rules[row["rule"]]):
+                bucket[0] += 1
+                bucket[1] += m not in found
+        problems.append((key, len(w & found), len(w)))
+    report: dict[str, Any] = {
+        "protocol": protocol.name, "description": protocol.description, "tolerance": mine.tolerance,
+        "denominator": sorted({p.name for p in denominator} | {protocol.name}),
+        "witnessed": n, "detected": d, "missed": n - d,
+        "detection_pct": 100.0 * d / n if n else None,
+        "band90_pct": [100.0 * x for x in bootstrap_band([(dd, nn) for _, dd, nn in problems])],
+        "families": {f: {"witnessed": w, "missed": m, "missed_pct": 100.0 * m / w} for f, (w, m) in sorted(families.items())},
+        "worst_problems": [{"problem": k, "witnessed": nn, "missed": nn - dd, "missed_pct": 100.0 * (nn - dd) / nn}
+                           for k, dd, nn in sorted(problems, key=lambda p: (-(p[2] - p[1]) / max(p[2], 1), p[0]))
+                           if nn][:10],
+        "worst_rules": [{"rule": r, "witnessed": w, "missed": m, "missed_pct": 100.0 * m / w}
+                        for r, (w, m) in sorted(rules.items(), key=lambda kv: (-kv[1][1], kv[0]))][:10],
+        "false_rejections": mine.false_rejections, "dropped_inputs": mine.dropped,
+        "missing": {"checks": mine.missing_checks, "cells": mine.missing_cells},
+        "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
+    }
+    if vs is not None:
+        other = run_protocol(vs, matrices)
+        mixed = run_protocol(vs, matrices, tolerance=vs.tolerance, inputs_of=protocol)
+        def pct(r: ProtocolResult) -> float:
+            return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
+        report["vs"] = {"protocol": vs.name, "detection_pct": pct(other),
+                        "gain_points": pct(mine) - pct(other),
+                        "inputs_points": pct(mixed) - pct(other), "tolerance_points": pct(mine) - pct(mixed)}
+    return report
+
+
+def to_json(report: dict[str, Any]) -> str:
+    """The report as JSON (NaN becomes null)."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and x != x:
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+    return json.dumps(clean(report), indent=1, sort_keys=True)

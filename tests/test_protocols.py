@@ -1,0 +1,152 @@
+"""Protocol files, adapters as plug-ins, and the audit command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbm_toolkit.cli import cli
+from kbm_toolkit.exit_codes import ExitCode
+from kbm_toolkit.plugins import adapter_names, load_protocol
+from kbm_toolkit.problems import ProblemSet, trial_seeds
+from kbm_toolkit.protocols import ProtocolError, load_protocols
+from kbm_toolkit.store import Store
+
+from test_score import seed
+
+
+def test_builtin_adapters_register_by_entry_point() -> None:
+    assert {"kernelbench", "kbv", "fuzz"} <= set(adapter_names())
+    assert load_protocol("kernelbench-head").tolerance == 1e-4
+
+
+def test_kernelbench_protocol_is_the_official_check(demo: ProblemSet) -> None:
+    specs = load_protocol("kernelbench").specs(demo.get("demo/1"))
+    assert [s.seed for s in specs] == trial_seeds(5)
+    assert load_protocol("kernelbench").tolerance == 1e-2
+
+
+def test_kbv_scales_floating_inputs_on_seeded_configs(demo: ProblemSet) -> None:
+    kbv = load_protocol("kbv")
+    specs = kbv.specs(demo.get("demo/1"))
+    hidden = specs[5:]
+    assert [dict(s.transforms[0][1])["by"] for s in hidden] == [1.0, 3.0, 0.01, -1.0]
+    assert [s.seed for s in hidden] == trial_seeds(9)[5:]
+    assert kbv.tolerance == 1e-3 and kbv.drop_nonfinite_reference
+
+
+def test_kbv_excludes_constant_output_problems(tmp_path: Path) -> None:
+    from kbm_toolkit.problems import Problem
+
+    problem = Problem("level2/23_Conv3d_GroupNorm_Mean", "level2", 23, "Conv3d_GroupNorm_Mean", tmp_path, "kernelbench")
+    assert load_protocol("kbv").specs(problem) == []
+
+
+def test_fuzz_redraws_six_decades_and_the_shape_variant_varies_sizes(demo: ProblemSet) -> None:
+    fuzz = load_protocol("fuzz").specs(demo.get("demo/1"))
+    assert [s.base for s in fuzz].count("loguniform") == 5 and fuzz[5].params == (1e-3, 1e3)
+    shapes = load_protocol("fuzz-shapes").specs(demo.get("demo/1"))
+    varied = {dict(s.shape).get("dim") for s in shapes} | {dict(s.shape).get("batch_size") for s in shapes}
+    assert {1, 3, 7, 256, 1025} <= varied
+
+
+README_EXAMPLE = """
+[protocol]
+name = "my-check"
+description = "three official trials and a negated one, at 1e-3"
+tolerance = 1e-3
+
+[[inputs]]
+trials = 3
+label = "official trial {index}"
+
+[[inputs]]
+seed_index = 3
+transforms = [{ op = "scale", by = -1.0 }]
+label = "negated"
+"""
+
+
+def test_a_protocol_by_path_needs_no_installation(tmp_path: Path, demo: ProblemSet) -> None:
+    folder = tmp_path / "my_protocol"
+    folder.mkdir()
+    (folder / "protocol.toml").write_text(README_EXAMPLE)
+    for ref in (folder, folder / "protocol.toml"):
+        protocol = load_protocol(str(ref))
+        assert protocol.name == "my-check"
+        assert [s.label for s in protocol.specs(demo.get("demo/1"))] == [
+            "official trial 0", "official trial 1", "official trial 2", "negated"]
+
+
+BAD = {
+    "no_protocol_table": ("[[inputs]]\ntrials = 1\n", "missing [protocol] table"),
+    "bad_tolerance": ('[protocol]\nname = "x"\ntolerance = "loose"\n[[inputs]]\ntrials = 1\n',
+                      "x: tolerance must be a positive number"),
+    "unknown_protocol_key": ('[protocol]\nname = "x"\ntolerance = 1e-3\ntol = 1\n[[inputs]]\ntrials = 1\n',
+                             "[protocol]: unknown key 'tol'"),
+    "unknown_input_key": ('[protocol]\nname = "x"\ntolerance = 1e-3\n[[inputs]]\ntrial = 1\n',
+                          "inputs #1: unknown key 'trial'"),
+    "bad_transform": ('[protocol]\nname = "x"\ntolerance = 1e-3\n[[inputs]]\ntrials = 1\ntransforms = [{ op = "shift" }]\n',
+                      "inputs #1: unknown input transform 'shift'"),
+    "negative_trials": ('[protocol]\nname = "x"\ntolerance = 1e-3\n[[inputs]]\ntrials = -2\n',
+                        "inputs #1: trials must be a non-negative integer"),
+    "no_inputs": ('[protocol]\nname = "x"\ntolerance = 1e-3\n', "x: no [[inputs]] and no module"),
+    "missing_module": ('[protocol]\nname = "x"\ntolerance = 1e-3\nmodule = "gone.py"\n', "x: module gone.py not found"),
+    "not_toml": ('[protocol\nname = "x"', "not valid TOML"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_malformed_protocol_files_name_file_key_and_reason(tmp_path: Path, case: str) -> None:
+    text, words = BAD[case]
+    path = tmp_path / "protocol.toml"
+    path.write_text(text)
+    with pytest.raises(Exception) as e:
+        load_protocols(tmp_path)
+    assert str(path) in str(e.value) and words in str(e.value)
+
+
+def test_unknown_adapter_lists_the_installed_ones() -> None:
+    result = CliRunner().invoke(cli, ["audit", "--adapter", "nope"])
+    assert result.exit_code == ExitCode.BAD_INPUT and "installed: " in result.output and "kbv" in result.output
+
+
+@pytest.fixture
+def seeded_db(tmp_path: Path, demo: ProblemSet) -> str:
+    store = Store(tmp_path / "s.db")
+    seed(store, demo.get("demo/1"))
+    store.close()
+    return str(tmp_path / "s.db")
+
+
+def test_audit_prints_provenance_first_and_the_score(seeded_db: str) -> None:
+    result = CliRunner().invoke(cli, ["--store", seeded_db, "audit", "-a", "kbv", "--vs", "kernelbench",
+                                      "--denominator", "kernelbench", "--denominator", "kbv"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("Cells from test GPU (")
+    assert "Detects 100.0% of 3 witnessed mutants" in result.output
+    assert "+66.7 points = +33.3 from inputs +33.3 from tolerance" in result.output
+    assert "False rejections (inputs on which the correct kernel fails): 1" in result.output
+
+
+def test_audit_json_and_fail_under(seeded_db: str) -> None:
+    args = ["--store", seeded_db, "audit", "-a", "kernelbench", "--denominator", "kernelbench", "--denominator", "kbv"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    report = json.loads(result.output)
+    assert report["witnessed"] == 3 and report["detected"] == 1 and report["protocol"] == "kernelbench"
+    assert CliRunner().invoke(cli, [*args, "--fail-under", "30"]).exit_code == 0
+    assert CliRunner().invoke(cli, [*args, "--fail-under", "50"]).exit_code == ExitCode.BELOW_THRESHOLD
+
+
+def test_the_readme_protocol_example_loads(tmp_path: Path, demo: ProblemSet) -> None:
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- protocol-example -->", 1)[1].split("```toml", 1)[1].split("```", 1)[0]
+    (tmp_path / "protocol.toml").write_text(block)
+    protocol = load_protocol(str(tmp_path))
+    assert protocol.name == "my-check" and len(protocol.specs(demo.get("demo/1"))) == 4

@@ -1,0 +1,111 @@
+"""Scoring on a hand-built kill matrix whose answers are known."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbm_toolkit.plugins import load_protocol
+from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.score import audit, bootstrap_band, load_matrices, run_protocol
+from kbm_toolkit.store import Store
+
+KB, KBV = load_protocol("kernelbench"), load_protocol("kbv")
+
+
+class Row:
+    """A stand-in for a screened mutant record."""
+
+    def __init__(self, mid: str, family: str, rule: str) -> None:
+        self.id, self.family, self.rule = mid, family, rule
+
+
+def seed(store: Store, problem) -> dict[str, str]:
+    """Mutants A..D on one problem, the official and hidden inputs, their checks and cells.
+
+    A: killed by an official input at margin 0.5   -> both protocols detect it
+    B: margin 5e-3 on the official inputs          -> only the 1e-3 tolerance sees it
+    C: killed only by the hidden x-1 input         -> only KBV's inputs reach it
+    D: never killed                                 -> unwitnessed, outside every denominator
+    hidden x3: the correct kernel's margin is 2e-3 -> a KBV false rejection
+    hidden x0.01: the reference is non-finite      -> dropped by KBV
+    """
+    store.record_problem(problem)
+    for mid, family in (("A", "arithmetic"), ("B", "precision"), ("C", "semantic"), ("D", "boundary")):
+        store.db["mutants"].insert({"id": mid, "problem": problem.key, "substrate_hash": "h", "rule": f"r{mid}",
+                                    "family": family, "status": "distinct", "name": mid})
+    specs = {s.label: s for s in KBV.specs(problem)}
+    store.record_inputs(list(specs.values()), "kbv")
+    run = store.start_run("evaluate", {"gpu": "test GPU"})
+    for label, spec in specs.items():
+        check = {"input": spec.id, "valid": True, "outcome": "pass", "margin": 1e-6, "max_abs": 1e-6}
+        if label == "hidden x3":
+            check.update(valid=True, margin=2e-3)
+        if label == "hidden x0.01":
+            check = {"input": spec.id, "valid": False, "note": "reference is non-finite on this input"}
+        store.record_input_check("h", run, check)
+    cells = []
+    for label, spec in specs.items():
+        official = label.startswith("official")
+        margins = {"A": 0.5 if official else 1e-6, "B": 5e-3 if official else 1e-6,
+                   "C": 0.5 if label == "hidden x-1" else 1e-6, "D": 1e-6}
+        cells += [{"mutant": m, "input": spec.id, "outcome": "pass", "margin": v} for m, v in margins.items()]
+    store.record_cells(run, cells)
+    return {label: spec.id for label, spec in specs.items()}
+
+
+@pytest.fixture
+def matrices(demo: ProblemSet) -> list:
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    return load_matrices(store)
+
+
+def test_detection_false_rejections_and_drops(matrices: list) -> None:
+    kb, kbv = run_protocol(KB, matrices), run_protocol(KBV, matrices)
+    assert kb.detected["demo/1_LeakyReLU"] == {"A"}
+    assert kbv.detected["demo/1_LeakyReLU"] == {"A", "B", "C"}
+    assert [f["label"] for f in kbv.false_rejections] == ["hidden x3"] and kbv.dropped == 1
+    assert kb.false_rejections == [] and not kb.missing_cells and not kb.missing_checks
+
+
+def test_audit_scores_against_the_witnessed_denominator(matrices: list) -> None:
+    report = audit(KB, matrices, [KB, KBV])
+    assert (report["witnessed"], report["detected"], report["missed"]) == (3, 1, 2)
+    assert report["detection_pct"] == pytest.approx(100 / 3)
+    assert report["families"]["precision"] == {"witnessed": 1, "missed": 1, "missed_pct": 100.0}
+    assert "boundary" not in report["families"]  # D is unwitnessed
+
+
+def test_the_gain_splits_into_inputs_and_tolerance(matrices: list) -> None:
+    vs = audit(KBV, matrices, [KB, KBV], vs=KB)["vs"]
+    assert vs["gain_points"] == pytest.approx(200 / 3)
+    assert vs["inputs_points"] == pytest.approx(100 / 3)      # C: reached only by a hidden input
+    assert vs["tolerance_points"] == pytest.approx(100 / 3)   # B: seen only at 1e-3
+
+
+def test_rescoring_at_another_tolerance_keeps_the_denominator(matrices: list) -> None:
+    tight = audit(KB, matrices, [KB, KBV], tolerance=1e-3)
+    assert tight["witnessed"] == 3 and tight["detected"] == 2 and tight["tolerance"] == 1e-3
+
+
+def test_missing_cells_are_listed(demo: ProblemSet) -> None:
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    store.db.execute("delete from cells where mutant = 'A'")
+    store.db.conn.commit()
+    result = run_protocol(KB, load_matrices(store))
+    assert result.missing_cells == {"demo/1_LeakyReLU": 5}
+
+
+def test_unrefereeable_problems_are_excluded(demo: ProblemSet) -> None:
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    store.db["problems"].update("demo/1_LeakyReLU", {"refereeable": 0, "reason": "constant reference"})
+    assert load_matrices(store) == []
+
+
+def test_bootstrap_band_brackets_the_pooled_rate() -> None:
+    per_problem = [(9, 10), (1, 10), (5, 10), (7, 10), (3, 10)] * 4
+    lo, hi = bootstrap_band(per_problem)
+    assert lo < 0.5 < hi and 0.2 < lo and hi < 0.8
+    assert bootstrap_band([(5, 10)] * 10) == (0.5, 0.5)
