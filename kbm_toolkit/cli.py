@@ -374,6 +374,22 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
         sys.exit(ExitCode.RUN_INCOMPLETE)
 
 
+def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> bool:
+    """Evaluate the cells a protocol needs when a GPU is visible; False when there is none."""
+    from kbm_toolkit.evaluation_run import run_evaluation
+    from kbm_toolkit.workers import Worker
+
+    with Worker("kbm_toolkit.gate:worker_task") as probe:
+        reply = probe.run({"op": "describe"}, timeout=120)
+    env = reply.value if reply.status == "ok" else {}
+    if not env.get("cuda"):
+        return False
+    click.echo(f"Evaluating the cells {protocol.name} needs on {len(keys)} problems ({env['gpu']})...", err=True)
+    problems = [obj.problems().get(k) for k in keys]
+    run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env)
+    return True
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:
@@ -397,9 +413,10 @@ def adapters_cmd(obj: Context) -> None:
               help="Protocols whose detections define the witnessed mutants (default: every installed one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--fail-under", type=float, help="Exit 7 when detection is below this percentage.")
+@click.option("--no-run", is_flag=True, help="Never evaluate missing cells, even with a GPU present.")
 @click.pass_obj
 def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, denominator: tuple[str, ...],
-          as_json: bool, fail_under: float | None) -> None:
+          as_json: bool, fail_under: float | None, no_run: bool) -> None:
     """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
 
     Reports detection of witnessed mutants with a 90% bootstrap band over problems, misses by
@@ -422,6 +439,10 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     if store.db["cells"].count == 0 and obj.store_path is None and embedded_store_path().is_file():
         store = Store(embedded_store_path(), readonly=True)
     report = run_audit(protocol, load_matrices(store), deno, tolerance, other)
+    missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
+    if missing and not no_run and store.path != embedded_store_path():
+        if _fill_missing(obj, store, protocol, missing):
+            report = run_audit(protocol, load_matrices(store), deno, tolerance, other)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

@@ -150,3 +150,16 @@ def test_the_readme_protocol_example_loads(tmp_path: Path, demo: ProblemSet) -> 
     (tmp_path / "protocol.toml").write_text(block)
     protocol = load_protocol(str(tmp_path))
     assert protocol.name == "my-check" and len(protocol.specs(demo.get("demo/1"))) == 4
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of audit")
+def test_missing_cells_are_listed_with_the_command_that_fills_them(seeded_db: str) -> None:
+    store = Store(seeded_db)
+    store.db.execute("delete from cells where mutant = 'A'")
+    store.db.conn.commit()
+    store.close()
+    result = CliRunner().invoke(cli, ["--store", seeded_db, "audit", "-a", "kernelbench",
+                                      "--denominator", "kernelbench", "--denominator", "kbv"])
+    assert result.exit_code == 0, result.output
+    assert "Not yet evaluated: 0 inputs and 5 cells on 1 problems" in result.output
+    assert "kbm run --inputs kernelbench demo/1_LeakyReLU" in result.output
