@@ -390,6 +390,41 @@ def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> b
     return True
 
 
+@cli.command()
+@click.option("--budget", type=int, default=2, show_default=True, help="Inputs per problem in the suite.")
+@click.option("--tolerance", type=float, default=1e-2, show_default=True, help="atol = rtol the suite is judged at.")
+@click.option("--baseline", default="kernelbench", show_default=True, help="Protocol to compare against.")
+@click.option("--emit", type=click.Path(file_okay=False), help="Write the suite as an adapter folder here.")
+@click.pass_obj
+def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str | None) -> None:
+    """Choose per problem the inputs that detect the most witnessed mutants (greedy set cover).
+
+    Prints the budget curve for B = 1..max(5, budget), on the full pool and held out (selected on
+    half of each problem's mutants, scored on the other half), against a baseline protocol.
+    Only valid inputs are ever chosen.
+
+    Example: kbm suite --budget 2 --emit ./my_suite
+    """
+    from kbm_toolkit.plugins import load_protocol
+    from kbm_toolkit.score import load_matrices, run_protocol
+    from kbm_toolkit.suite import budget_curve, emit_protocol
+
+    store = obj.store()
+    matrices = load_matrices(store)
+    base = run_protocol(load_protocol(baseline), matrices, tolerance)
+    budgets = list(range(1, max(5, budget) + 1))
+    curve = budget_curve(matrices, tolerance, budgets, base.detected)
+    click.echo(f"Witnessed at {tolerance:g}: {curve.witnessed} mutants over {len(matrices)} problems.")
+    click.echo("budget     " + "  ".join(f"B = {b:<4}" for b in budgets) + f"  {baseline}")
+    click.echo("full pool  " + "  ".join(f"{x:7.1f}%" for x in curve.full) + f"  {curve.baseline_full:.1f}%")
+    click.echo("held-out   " + "  ".join(f"{x:7.1f}%" for x in curve.held_out) + f"  {curve.baseline_held_out:.1f}%")
+    if emit:
+        folder = Path(emit)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "protocol.toml").write_text(emit_protocol(curve.suites[budget], store, f"suite-{budget}", tolerance))
+        click.echo(f"wrote {folder / 'protocol.toml'}: audit it with kbm audit --adapter {folder}")
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:

@@ -23,6 +23,7 @@ transforms = [{ op = "scale", by = -1.0 }]
 shape = { dim = 1001 }
 reinit = "default"
 label = "official trial {index}"
+problem = "level1/23_Softmax"      # optional: this table applies to one problem only
 
 [[variant]]                        # a protocol derived from this one: any [protocol] key, renamed
 name = "kbv-tight"
@@ -45,7 +46,7 @@ from kbm_toolkit.tomlfile import load_toml
 _PROTOCOL_KEYS = {"name", "description", "tolerance", "drop_nonfinite_reference", "exclude", "module",
                   "function", "config"}
 _INPUT_KEYS = {"trials", "seed_index", "seed", "seed_offset", "base", "params", "transforms", "shape",
-               "reinit", "label"}
+               "reinit", "label", "problem"}
 
 
 class ProtocolError(KbmError):
@@ -76,12 +77,15 @@ class Protocol:
             return []
         records: list[dict[str, Any]] = []
         for entry in self.inputs:
-            records += _expand(entry)
+            if entry.get("problem", problem.key) == problem.key:
+                records += _expand(entry)
         if self.hook is not None:  # only hooks need the problem file itself
             constants = problem.load().constants
             for extra in self.hook(problem, constants, self.config):
                 records.append({"seed_index": self.config.get("seed_index", 0), **extra})
-        seeds = trial_seeds(1 + max(r.get("seed_index", 0) for r in records)) if records else []
+        if not records:
+            return []
+        seeds = trial_seeds(1 + max(r.get("seed_index", 0) for r in records))
         specs, seen = [], set()
         for r in records:
             seed = r["seed"] if "seed" in r else seeds[r.get("seed_index", 0)]
@@ -103,7 +107,7 @@ def _expand(entry: dict[str, Any]) -> list[dict[str, Any]]:
         indices = [entry.get("seed_index", 0)]
     out = []
     for i in indices:
-        record = {k: v for k, v in entry.items() if k not in ("trials", "seed_offset", "label", "seed_index")}
+        record = {k: v for k, v in entry.items() if k not in ("trials", "seed_offset", "label", "seed_index", "problem")}
         if "seed" not in entry:
             record["seed_index"] = offset + i
         record["label"] = entry.get("label", "input {index}").format(index=i)
