@@ -425,6 +425,56 @@ def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str 
         click.echo(f"wrote {folder / 'protocol.toml'}: audit it with kbm audit --adapter {folder}")
 
 
+@cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--level", help="Every problem of this level that has a substrate.")
+@click.option("--tolerance", type=float, default=1e-2, show_default=True,
+              help="atol = rtol at which the validity ceiling is located.")
+@click.option("--seeds", type=int, default=1, show_default=True, help="Draws per targeted input.")
+@click.option("--emit", type=click.Path(file_okay=False), required=True,
+              help="Write the targeted inputs here, as an adapter folder (protocol.toml).")
+@click.pass_obj
+def targets(obj: Context, problems: tuple[str, ...], level: str | None, tolerance: float, seeds: int,
+            emit: str) -> None:
+    """Generate structure-targeted inputs per problem from the fault taxonomy, under its ceiling.
+
+    With a GPU, first measures each problem's validity ceiling (the largest scale at which the
+    correct substrate still passes, sign-mixed and same-sign). Evaluate the result with
+    `kbm run --inputs DIR`, score it with `kbm audit --adapter DIR`.
+
+    Example: kbm targets --level demo --emit ./targets
+    """
+    from kbm_toolkit.evaluation_run import check_inputs
+    from kbm_toolkit.mutate import substrate_hash
+    from kbm_toolkit.substrates import has_substrate, substrate_for
+    from kbm_toolkit.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
+    from kbm_toolkit.workers import Worker
+
+    store = obj.store()
+    selected = [p for p in obj.problems().select(problems, level) if has_substrate(p)]
+    env: dict[str, Any] | None = None
+    generated = {}
+    for problem in selected:
+        substrate = substrate_for(problem)
+        probes = ceiling_probes(problem)
+        limits = ceiling(store.checked_inputs(problem.key, substrate_hash(substrate)), probes, tolerance)
+        if None in limits.values():
+            if env is None:
+                with Worker("kbm_toolkit.gate:worker_task") as probe:
+                    reply = probe.run({"op": "describe"}, timeout=120)
+                env = reply.value if reply.status == "ok" else {}
+            if env.get("cuda"):
+                check_inputs(store, problem, probes, "ceiling", env["arch"], env)
+                limits = ceiling(store.checked_inputs(problem.key, substrate_hash(substrate)), probes, tolerance)
+        words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())
+        generated[problem.key] = targeted_specs(problem, limits, substrate.gate_shapes, seeds)
+        click.echo(f"{problem.key}: {len(generated[problem.key])} targeted inputs; ceiling {words}")
+    folder = Path(emit)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "protocol.toml").write_text(emit_targets(generated, folder.name or "targets", tolerance))
+    click.echo(f"wrote {folder / 'protocol.toml'}: kbm run --inputs {folder}, then kbm audit --adapter {folder}")
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:

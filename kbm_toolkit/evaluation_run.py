@@ -169,6 +169,28 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
     return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline)
 
 
+def check_inputs(store: Any, problem: Problem, specs: list[InputSpec], source: str, arch: str,
+                 env: dict[str, Any], target: str = TARGET) -> str:
+    """Run only the reference and the correct substrate on `specs` (no mutants): their validity.
+
+    Used to locate a problem's validity ceiling; checks already stored are skipped.
+    """
+    substrate = substrate_for(problem)
+    plan = ProblemPlan(problem, substrate, substrate_hash(substrate),
+                       asdict(compile_source(substrate.source, arch, where=str(substrate.kernel_path))),
+                       [], None, specs)
+    store.record_problem(problem)
+    store.record_inputs(specs, source)
+    checked = set(store.checked_inputs(problem.key, plan.substrate_hash))
+    run_id = store.start_run("check", env)
+    with Worker(target) as worker:
+        verdict = _drive(worker, plan, specs, [], set(), checked,
+                         lambda rec: store.record_input_check(plan.substrate_hash, run_id, rec)
+                         if rec["kind"] == "input" else None, mutant_deadline_s)
+    store.finish_run(run_id)
+    return verdict
+
+
 def _probe_crashes(store: Any, plan: ProblemPlan) -> set[str]:
     """Mutants whose stored probe cell crashed or timed out (a run killed before quarantining them)."""
     if plan.probe is None:

@@ -196,3 +196,32 @@ def _load_hook(path: Path, function: str, toml: Path, name: str) -> Callable[...
     if not callable(fn):
         raise ProtocolError(f"{name}: {path.name} has no function {function!r}", toml)
     return fn
+
+
+def protocol_toml(name: str, description: str, tolerance: float, specs: dict[str, list[InputSpec]],
+                  drop_nonfinite_reference: bool = False, comment: str = "") -> str:
+    """A protocol.toml that lists `specs` per problem: the inverse of loading one."""
+    import json
+
+    def value(v: Any) -> str:
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v)  # numbers, strings and booleans read the same in TOML
+
+    lines = [f"# {comment}", ""] if comment else []
+    lines += ["[protocol]", f"name = {value(name)}", f"description = {value(description)}",
+              f"tolerance = {tolerance!r}"]
+    if drop_nonfinite_reference:
+        lines.append("drop_nonfinite_reference = true")
+    lines.append("")
+    for problem, problem_specs in sorted(specs.items()):
+        for spec in problem_specs:
+            r = spec.record()
+            lines += ["[[inputs]]", f"problem = {value(problem)}", f"seed = {r['seed']}", f"base = {value(r['base'])}"]
+            lines += [f"{key} = {value(r[key])}" for key in ("params", "transforms", "shape") if r[key]]
+            if r["reinit"] != "default":
+                lines.append(f"reinit = {value(r['reinit'])}")
+            lines += [f"label = {value(spec.label or spec.id)}", ""]
+    return "\n".join(lines)

@@ -89,23 +89,13 @@ def emit_protocol(suite: dict[str, list[str]], store: Any, name: str, tolerance:
     """The chosen suite as a protocol.toml that `kbm audit --adapter DIR` accepts."""
     import json
 
-    lines = ["# A suite chosen by `kbm suite` (greedy set cover over the kill matrix).", "",
-             "[protocol]", f'name = "{name}"',
-             f'description = "set-cover suite, up to {max((len(v) for v in suite.values()), default=0)} '
-             f'inputs per problem"', f"tolerance = {tolerance!r}", ""]
-    for problem, inputs in sorted(suite.items()):
-        for input_id in inputs:
-            row = store.db["inputs"].get(input_id)
-            spec = json.loads(row["spec"])
-            lines += ["[[inputs]]", f'problem = "{problem}"', f"seed = {spec['seed']}", f'base = "{spec["base"]}"']
-            if spec["params"]:
-                lines.append(f"params = {json.dumps(spec['params'])}")
-            if spec["transforms"]:
-                lines.append("transforms = [" + ", ".join(
-                    "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in t.items()) + " }" for t in spec["transforms"]) + "]")
-            if spec["shape"]:
-                lines.append("shape = { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in spec["shape"].items()) + " }")
-            if spec["reinit"] != "default":
-                lines.append(f'reinit = "{spec["reinit"]}"')
-            lines += [f"label = {json.dumps(row['label'] or input_id)}", ""]
-    return "\n".join(lines)
+    from kbm_toolkit.inputs import InputSpec
+    from kbm_toolkit.protocols import protocol_toml
+
+    specs = {}
+    for problem, inputs in suite.items():
+        rows = [store.db["inputs"].get(i) for i in inputs]
+        specs[problem] = [InputSpec.from_record(json.loads(r["spec"]), r["label"] or r["id"]) for r in rows]
+    largest = max((len(v) for v in suite.values()), default=0)
+    return protocol_toml(name, f"set-cover suite, up to {largest} inputs per problem", tolerance, specs,
+                         comment="A suite chosen by `kbm suite` (greedy set cover over the kill matrix).")

@@ -1,0 +1,65 @@
+"""The targeted input generator and the validity-ceiling search (no GPU: checks are hand-made)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbm_toolkit.cli import cli
+from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.protocols import load_protocols
+from kbm_toolkit.targets import CEILING_SCALES, ceiling, ceiling_probes, emit_targets, targeted_specs
+
+
+def checks_valid_up_to(probes: list, mixed: float, same: float) -> dict:
+    out = {}
+    for spec in probes:
+        kind, scale = spec.label.split()[1], float(spec.label.split("x")[-1])
+        limit = mixed if kind == "sign-mixed" else same
+        out[spec.id] = {"valid": True, "margin": 1e-6 if scale <= limit else 5e-2}
+    return out
+
+
+def test_ceiling_is_the_largest_scale_with_every_smaller_one_valid(demo: ProblemSet) -> None:
+    probes = ceiling_probes(demo.get("demo/2"))
+    assert len(probes) == 2 * len(CEILING_SCALES)
+    assert ceiling(checks_valid_up_to(probes, 30.0, 1e3), probes, 1e-2) == {"sign-mixed": 30.0, "same-sign": 1e3}
+    checks = checks_valid_up_to(probes, 30.0, 1e3)
+    hole = next(s for s in probes if s.label == "ceiling same-sign x10")
+    checks[hole.id] = {"valid": True, "margin": 0.5}  # invalid at 10: the ceiling stops below it
+    assert ceiling(checks, probes, 1e-2)["same-sign"] == 3.0
+    assert ceiling({}, probes, 1e-2) == {"sign-mixed": None, "same-sign": None}  # not measured
+
+
+def test_targets_cover_every_family_probe_under_the_ceiling(demo: ProblemSet) -> None:
+    problem = demo.get("demo/2")
+    specs = targeted_specs(problem, {"sign-mixed": 30.0, "same-sign": 100.0}, [{"dim": 1001}])
+    labels = " | ".join(s.label for s in specs)
+    for words in ("sign-mixed normal x30", "negative", "same-sign large x100", "spike final row", "spike final term",
+                  "spike first term", "spike last element", "ties", "NaN", "near-constant", "re-drawn parameters",
+                  "odd shape dim=1001"):
+        assert words in labels
+    scales = [dict(t[1]).get("by") for s in specs for t in s.transforms if t[0] == "scale"]
+    assert max(scales) <= 100.0
+    assert [s.id for s in specs] == [s.id for s in targeted_specs(problem, {"sign-mixed": 30.0, "same-sign": 100.0},
+                                                                   [{"dim": 1001}])]
+
+
+def test_emitted_targets_load_as_a_protocol(tmp_path: Path, demo: ProblemSet) -> None:
+    problem = demo.get("demo/1")
+    specs = targeted_specs(problem, {"sign-mixed": 3.0, "same-sign": 10.0}, [])
+    (tmp_path / "protocol.toml").write_text(emit_targets({problem.key: specs}, "targets", 1e-2))
+    (protocol,) = load_protocols(tmp_path)
+    assert [s.id for s in protocol.specs(problem)] == [s.id for s in specs]
+    assert protocol.drop_nonfinite_reference
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of targets")
+def test_cli_targets_without_a_gpu_uses_scale_one_and_says_so(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "targets", "demo/1", "--emit",
+                                      str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    assert "sign-mixed not measured (x1 used)" in result.output
+    assert (tmp_path / "t" / "protocol.toml").is_file()
