@@ -59,6 +59,15 @@ class Context:
         return self.store_path or default_store_path()
 
 
+def device_env() -> dict[str, Any]:
+    """What a GPU worker sees (`{"cuda": False}` without a device); the CLI process stays CUDA-free."""
+    from kbm_toolkit.workers import Worker
+
+    with Worker("kbm_toolkit.gate:worker_task") as probe:
+        reply = probe.run({"op": "describe"}, timeout=120)
+    return reply.value if reply.status == "ok" else {"cuda": False}
+
+
 @click.group(cls=KbmGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kbm")
 @click.option("--store", envvar="KBM_STORE", type=click.Path(dir_okay=False),
@@ -348,7 +357,6 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     from kbm_toolkit.evaluation_run import run_evaluation
     from kbm_toolkit.report_mutants import progress_bar
     from kbm_toolkit.spec_sources import resolve
-    from kbm_toolkit.workers import Worker
 
     specs_for = resolve(source)
     store = obj.store()
@@ -356,9 +364,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     selected = obj.problems().select(problems, level)
     if not problems:
         selected = [p for p in selected if p.key in with_mutants]
-    with Worker("kbm_toolkit.gate:worker_task") as probe_worker:
-        reply = probe_worker.run({"op": "describe"}, timeout=120)
-    env = reply.value if reply.status == "ok" else {"cuda": False}
+    env = device_env()
     if not env.get("cuda"):
         raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
                        "reports (kbm audit) work from the store without one")
@@ -377,11 +383,8 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
 def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> bool:
     """Evaluate the cells a protocol needs when a GPU is visible; False when there is none."""
     from kbm_toolkit.evaluation_run import run_evaluation
-    from kbm_toolkit.workers import Worker
 
-    with Worker("kbm_toolkit.gate:worker_task") as probe:
-        reply = probe.run({"op": "describe"}, timeout=120)
-    env = reply.value if reply.status == "ok" else {}
+    env = device_env()
     if not env.get("cuda"):
         return False
     click.echo(f"Evaluating the cells {protocol.name} needs on {len(keys)} problems ({env['gpu']})...", err=True)
@@ -448,7 +451,6 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     from kbm_toolkit.mutate import substrate_hash
     from kbm_toolkit.substrates import has_substrate, substrate_for
     from kbm_toolkit.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
-    from kbm_toolkit.workers import Worker
 
     store = obj.store()
     selected = [p for p in obj.problems().select(problems, level) if has_substrate(p)]
@@ -460,9 +462,7 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
         limits = ceiling(store.checked_inputs(problem.key, substrate_hash(substrate)), probes, tolerance)
         if None in limits.values():
             if env is None:
-                with Worker("kbm_toolkit.gate:worker_task") as probe:
-                    reply = probe.run({"op": "describe"}, timeout=120)
-                env = reply.value if reply.status == "ok" else {}
+                env = device_env()
             if env.get("cuda"):
                 check_inputs(store, problem, probes, "ceiling", env["arch"], env)
                 limits = ceiling(store.checked_inputs(problem.key, substrate_hash(substrate)), probes, tolerance)

@@ -14,7 +14,7 @@ from typing import Any
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.inputs import InputSpec
-from kbm_toolkit.problems import Problem, trial_seeds
+from kbm_toolkit.problems import Problem
 from kbm_toolkit.substrates import Substrate
 
 GATE_TOLERANCE = 1e-3
@@ -65,9 +65,10 @@ class GateResult:
 
 def gate_specs(problem: Problem, substrate: Substrate, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
     """The official trials, then the harder valid set, as input specs."""
-    seeds = trial_seeds(trials)
-    key, s0 = problem.key, seeds[0]
-    specs = [InputSpec.make(key, s, label=f"official trial {i}") for i, s in enumerate(seeds)]
+    from kbm_toolkit.spec_sources import official_specs
+
+    specs = official_specs(problem, trials)
+    key, s0 = problem.key, specs[0].seed
     specs += [
         InputSpec.make(key, s0, transforms=[{"op": "scale", "by": -1.0}], label="official x -1"),
         InputSpec.make(key, s0, transforms=[{"op": "scale", "by": 3.0}], label="official x 3"),

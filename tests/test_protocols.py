@@ -12,7 +12,7 @@ from kbm_toolkit.cli import cli
 from kbm_toolkit.exit_codes import ExitCode
 from kbm_toolkit.plugins import adapter_names, load_protocol
 from kbm_toolkit.problems import ProblemSet, trial_seeds
-from kbm_toolkit.protocols import ProtocolError, load_protocols
+from kbm_toolkit.protocols import load_protocols
 from kbm_toolkit.store import Store
 
 from test_score import seed

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from kbm_toolkit.dryrun import dry_run
 from kbm_toolkit.errors import ContractViolation, LaunchError, SubstrateError
