@@ -475,6 +475,36 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     click.echo(f"wrote {folder / 'protocol.toml'}: kbm run --inputs {folder}, then kbm audit --adapter {folder}")
 
 
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["stryker"]), default="stryker", show_default=True,
+              help="stryker: the mutation-testing-elements JSON report (schema version 2).")
+@click.option("--adapter", "-a", "adapter", default="kernelbench", show_default=True,
+              help="The protocol whose verdicts the report shows.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of standard output.")
+@click.pass_obj
+def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
+    """Export the store in a standard format, e.g. for the mutation-testing HTML viewer.
+
+    Killed: the protocol detects the mutant; Survived: witnessed but missed; CompileError;
+    RuntimeError: quarantined on the probe; Ignored: equivalent, duplicate or unwitnessed.
+
+    Example: kbm export --format stryker --adapter kbv --out report.json
+    """
+    import json
+
+    from kbm_toolkit.export import stryker_report
+    from kbm_toolkit.plugins import all_protocols, load_protocol
+
+    report = stryker_report(obj.store(), load_protocol(adapter), all_protocols(), obj.problems().problems())
+    text = json.dumps(report, indent=1)
+    if out:
+        Path(out).write_text(text)
+        click.echo(f"wrote {out}: {sum(len(f['mutants']) for f in report['files'].values())} mutants "
+                   f"in {len(report['files'])} files")
+    else:
+        click.echo(text)
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:

@@ -1,0 +1,72 @@
+"""The Stryker (mutation-testing-elements) export, validated against the published schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kbm_toolkit.cli import cli
+from kbm_toolkit.export import stryker_report
+from kbm_toolkit.mutate import generate, screen
+from kbm_toolkit.plugins import load_protocol
+from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.store import Store
+from kbm_toolkit.substrates import substrate_for
+
+from test_mutate import SCREENING_RULES
+
+SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "mutation-testing-report-schema.json"
+KB = load_protocol("kernelbench")
+
+
+def build(path: Path, demo: ProblemSet) -> tuple[Store, dict[str, str]]:
+    """demo/1's screening mutants: slope-div killed by an official input, one distinct mutant left
+    unevaluated, plus the compile error, the equivalent and the duplicate."""
+    problem = demo.get("demo/1")
+    substrate = substrate_for(problem)
+    mutants = generate(substrate, SCREENING_RULES)
+    screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), "sm_90", workers=1)
+    store = Store(path)
+    store.record_problem(problem)
+    store.record_rules(SCREENING_RULES)
+    store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, "sm_90")
+    ids = {s.mutant.rule: s.mutant.id for s in screened}
+    specs = KB.specs(problem)
+    store.record_inputs(specs, "kernelbench")
+    run = store.start_run("evaluate", {"gpu": "test GPU"})
+    for s in specs:
+        store.record_input_check(screened[0].mutant.substrate_hash, run,
+                                 {"input": s.id, "valid": True, "outcome": "pass", "margin": 1e-6, "max_abs": 1e-6})
+    store.record_cells(run, [{"mutant": ids["slope-div"], "input": s.id, "outcome": "pass",
+                              "margin": 0.5 if i == 0 else 1e-7} for i, s in enumerate(specs)])
+    return store, ids
+
+
+def test_statuses_follow_the_documented_mapping(tmp_path: Path, demo: ProblemSet) -> None:
+    store, ids = build(tmp_path / "s.db", demo)
+    report = stryker_report(store, KB, [KB], demo.problems())
+    (kernel,) = [f for name, f in report["files"].items() if name.endswith("kernel.cu")]
+    status = {m["mutatorName"]: m["status"] for m in kernel["mutants"]}
+    assert status == {"breaks-compile": "CompileError", "commutes": "Ignored", "slope-div": "Killed",
+                      "slope-div-again": "Ignored"}
+    killed = next(m for m in kernel["mutants"] if m["status"] == "Killed")
+    assert killed["killedBy"] == ["official trial 0"]
+    assert kernel["source"] == substrate_for(demo.get("demo/1")).source
+    start, end = killed["location"]["start"], killed["location"]["end"]
+    line = kernel["source"].splitlines()[start["line"] - 1]
+    assert line[start["column"] - 1:end["column"] - 1] == "v * negative_slope"
+
+
+@pytest.mark.skipif(not SCHEMA.is_file(), reason=f"needs the schema at {SCHEMA}")
+def test_the_report_validates_against_the_published_schema(tmp_path: Path, demo: ProblemSet) -> None:
+    import jsonschema
+
+    build(tmp_path / "s.db", demo)[0].close()
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "export", "--format", "stryker",
+                                      "--adapter", "kernelbench", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    jsonschema.validate(json.loads(out.read_text()), json.loads(SCHEMA.read_text()))
