@@ -88,6 +88,10 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             check["note"] = "reference is non-finite on this input"
             yield check
             continue
+        magnitude = ref.abs() if ref.is_floating_point() else ref.double().abs()
+        check.update(ref_abs_max=float(magnitude.max()) if ref.numel() else 0.0,
+                     ref_abs_mean=float(magnitude.mean()) if ref.numel() else 0.0)
+        del magnitude
         start = time.perf_counter()
         try:
             cmp = compare(ref, correct(model, inputs))

@@ -80,6 +80,14 @@ def m003_evaluation(db: sqlite_utils.Database) -> None:
     db["cells"].create_index(["input"])
 
 
+@migration
+def m004_reference_magnitudes(db: sqlite_utils.Database) -> None:
+    # max |ref| decides whether an all-zeros output passes at tolerance t (max |ref| <= t): the
+    # blind band; mean |ref| is the output's typical magnitude.
+    db["input_checks"].add_column("ref_abs_max", float)
+    db["input_checks"].add_column("ref_abs_mean", float)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -287,6 +295,7 @@ class Store:
                 "valid": int(bool(check["valid"])), "outcome": check.get("outcome"),
                 "margin": _finite_or_none(check.get("margin")), "max_abs": _finite_or_none(check.get("max_abs")),
                 "ref_ms": check.get("ref_ms"), "kernel_ms": check.get("kernel_ms"), "note": check.get("note"),
+                "ref_abs_max": check.get("ref_abs_max"), "ref_abs_mean": check.get("ref_abs_mean"),
             }, pk=("input", "substrate_hash"))
 
     def record_cells(self, run_id: int, cells: list[dict[str, Any]]) -> None:

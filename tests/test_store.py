@@ -90,3 +90,11 @@ def test_readonly_store_cannot_be_written(db_path: Path) -> None:
     store = Store(db_path, readonly=True)
     with pytest.raises(sqlite3.OperationalError):
         store.start_run("gate", {})
+
+
+def test_reference_magnitudes_are_stored_with_input_checks(fresh_store: Store) -> None:
+    fresh_store.record_input_check("h", fresh_store.start_run("evaluate", {}),
+                                   {"input": "i1", "valid": True, "outcome": "pass", "margin": 0.0,
+                                    "ref_abs_max": 2.5e-6, "ref_abs_mean": 1e-6})
+    row = fresh_store.db["input_checks"].get(("i1", "h"))
+    assert (row["ref_abs_max"], row["ref_abs_mean"]) == (2.5e-6, 1e-6)
