@@ -505,6 +505,29 @@ def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
         click.echo(text)
 
 
+@cli.command()
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the figures and index.html.")
+@click.option("--adapter", "-a", "adapters", multiple=True,
+              help="Protocols to compare (default: every installed one).")
+@click.pass_obj
+def report(obj: Context, out: str, adapters: tuple[str, ...]) -> None:
+    """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
+
+    Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
+    curve; the blind band (output magnitude against each tolerance).
+
+    Example: kbm report --out report/
+    """
+    from kbm_toolkit.plugins import all_protocols, load_protocol
+    from kbm_toolkit.report_audit import provenance
+    from kbm_toolkit.report_figures import write_report
+
+    store = obj.store()
+    protocols = [load_protocol(a) for a in adapters] if adapters else all_protocols()
+    page = write_report(store, protocols, Path(out))
+    click.echo(f"{provenance(store)}\nwrote {page}")
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:

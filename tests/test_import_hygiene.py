@@ -11,7 +11,7 @@ HEADLESS = ["kbm_toolkit.store", "kbm_toolkit.margin", "kbm_toolkit.cli", "kbm_t
             "kbm_toolkit.problems", "kbm_toolkit.gate", "kbm_toolkit.inputs", "kbm_toolkit.score",
             "kbm_toolkit.report_audit", "kbm_toolkit.protocols", "kbm_toolkit.plugins",
             "kbm_toolkit.rules", "kbm_toolkit.mutation_run", "kbm_toolkit.evaluation_run",
-            "kbm_toolkit.suite", "kbm_toolkit.targets", "kbm_toolkit.export"]
+            "kbm_toolkit.suite", "kbm_toolkit.targets", "kbm_toolkit.export", "kbm_toolkit.report_figures"]
 
 
 @pytest.mark.parametrize("module", HEADLESS)
