@@ -528,6 +528,29 @@ def report(obj: Context, out: str, adapters: tuple[str, ...]) -> None:
     click.echo(f"{provenance(store)}\nwrote {page}")
 
 
+@cli.command()
+@click.argument("store_path", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.option("--adapter", "-a", "adapters", multiple=True, help="Protocols to show (default: every installed one).")
+@click.pass_obj
+def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None:
+    """Browse a store in the terminal: overview, miss patterns, problems, mutant details.
+
+    Keys: o overview, p patterns, r problems, enter to open, escape to go back, / to filter,
+    t to change protocol, q to quit.
+
+    Example: kbm tui ~/.local/share/kbm/kbm.db
+    """
+    from kbm_toolkit.paths import embedded_store_path
+    from kbm_toolkit.plugins import all_protocols, load_protocol
+    from kbm_toolkit.tui.app import KbmApp
+
+    path = Path(store_path) if store_path else obj.resolved_store_path()
+    if not path.is_file():
+        path = embedded_store_path()
+    protocols = [load_protocol(a) for a in adapters] if adapters else all_protocols()
+    KbmApp(path, protocols).run()
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:

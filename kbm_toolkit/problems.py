@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -46,8 +47,11 @@ class Problem:
 
     @property
     def source(self) -> str:
-        """The file's text."""
-        return self.path.read_text()
+        """The file's text; ProblemError when the file is not here (e.g. no KernelBench checkout)."""
+        try:
+            return self.path.read_text()
+        except OSError as e:
+            raise ProblemError(f"cannot read the problem file: {e.strerror}", self.path) from None
 
     @property
     def source_hash(self) -> str:
@@ -150,11 +154,20 @@ def set_seed(seed: int) -> None:
 
 
 def trial_seeds(count: int, seed: int = TRIAL_SEED) -> list[int]:
-    """The per-trial seeds the official check draws: `randint(0, 2**32 - 1)` after seeding 42."""
+    """The per-trial seeds the official check draws: `randint(0, 2**32 - 1)` after seeding 42.
+
+    Drawn from a private generator seeded like torch's default one (the same sequence), so asking
+    leaves the global RNG alone; cached, since protocols ask for every problem.
+    """
+    return list(_trial_seeds(count, seed))
+
+
+@lru_cache(maxsize=64)
+def _trial_seeds(count: int, seed: int) -> tuple[int, ...]:
     import torch
 
-    torch.manual_seed(seed)
-    return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+    g = torch.Generator().manual_seed(seed)
+    return tuple(int(torch.randint(0, 2**32 - 1, (1,), generator=g).item()) for _ in range(count))
 
 
 def _constant_names(tree: ast.Module) -> list[str]:

@@ -36,29 +36,33 @@ class Matrix:
 
 
 def load_matrices(store: Any) -> list[Matrix]:
-    """Every problem that has distinct mutants, with what the store knows about it."""
-    out = []
+    """Every refereeable problem that has distinct mutants, with what the store knows about it.
+
+    Three queries in all (mutants, checks, cells), whatever the number of problems.
+    """
     problems = {r["key"]: r for r in store.db["problems"].rows}
-    keys = [r[0] for r in store.db.execute("select distinct problem from mutants where status = 'distinct' "
-                                            "order by problem").fetchall()]
-    for key in keys:
-        row = problems.get(key, {})
-        if row.get("refereeable") == 0:
-            continue  # unrefereeable problems are excluded from scores
-        mutants = {m["id"]: m for m in store.db["mutants"].rows_where("problem = ? and status = 'distinct'", [key])}
-        hashes = {m["substrate_hash"] for m in mutants.values()}
-        checks = {}
-        for r in store.db.query("select k.* from input_checks k join inputs i on i.id = k.input "
-                                "where i.problem = ?", [key]):
-            if r["substrate_hash"] in hashes:
-                checks[r["input"]] = r
-        cells = {(r["mutant"], r["input"]): (r["outcome"], r["margin"]) for r in store.db.query(
-            "select c.mutant, c.input, c.outcome, c.margin from cells c join mutants m on m.id = c.mutant "
-            "where m.problem = ? and m.status = 'distinct'", [key])}
-        problem = Problem(key, row.get("level", key.split("/")[0]), int(row.get("number") or 0),
-                          row.get("name", key.split("_", 1)[-1]), Path(row.get("path") or key), row.get("origin", ""))
-        out.append(Matrix(problem, mutants, checks, cells))
-    return out
+    mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in store.db.query("select id, problem, substrate_hash, rule, family, name, status from mutants "
+                            "where status = 'distinct'"):
+        if problems.get(r["problem"], {}).get("refereeable") != 0:  # unrefereeable: excluded from scores
+            mutants[r["problem"]][r["id"]] = r
+    hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
+    checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in store.db.query("select k.*, i.problem from input_checks k join inputs i on i.id = k.input"):
+        if r["substrate_hash"] in hashes.get(r["problem"], ()):
+            checks[r["problem"]][r["input"]] = r
+    cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
+    for mutant, input_id, outcome, margin, problem in store.db.execute(
+            "select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c "
+            "join mutants m on m.id = c.mutant where m.status = 'distinct'"):
+        cells[problem][(mutant, input_id)] = (outcome, margin)
+    return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k]) for k in sorted(mutants)]
+
+
+def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
+    """A Problem from its store row: enough to build a protocol's specs without the file."""
+    return Problem(key, row.get("level") or key.split("/")[0], int(row.get("number") or 0),
+                   row.get("name") or key.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "")
 
 
 @dataclass

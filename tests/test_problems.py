@@ -135,3 +135,10 @@ def test_toml_array_overrides_become_tuples(fixture_set: ProblemSet, tmp_path) -
         "def get_init_inputs():\n    return []\n")
     module = ProblemSet([("builtin", tmp_path)]).get("t/1").load({"input_shape": [3, 5]})
     assert module.constants["input_shape"] == (3, 5) and module.inputs(0)[0].shape == (3, 5)
+
+
+def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
+    from kbm_toolkit.problems import Problem
+
+    with pytest.raises(ProblemError, match="cannot read the problem file"):
+        Problem("level1/1_Gone", "level1", 1, "Gone", tmp_path / "1_Gone.py", "kernelbench").load()

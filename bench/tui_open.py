@@ -1,0 +1,89 @@
+"""Time `kbm tui` from start to a populated overview, on a store of a given size.
+
+    python bench/tui_open.py                      # the shipped store and a synthetic 20,000 x 10 one
+    python bench/tui_open.py --mutants 20000 --inputs 10 --problems 200
+
+The synthetic store has real structure (problems, mutants in every family, input checks and
+cells, a quarter of the mutants killed) but no GPU data; the app runs headless (Textual's
+run_test) at 120 x 40.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from kbm_toolkit.inputs import InputSpec
+from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.plugins import all_protocols
+from kbm_toolkit.problems import trial_seeds
+from kbm_toolkit.rules import FAMILIES
+from kbm_toolkit.store import Store
+from kbm_toolkit.tui.app import KbmApp
+
+
+def synthetic(path: Path, mutants: int, inputs: int, problems: int) -> Path:
+    """A store shaped like a measured pool: official-trial inputs (shared by the protocols)."""
+    rng = random.Random(0)
+    store = Store(path)
+    run = store.start_run("evaluate", {"gpu": "synthetic"})
+    seeds = trial_seeds(inputs)
+    per = mutants // problems
+    with store.db.conn:
+        for p in range(problems):
+            key = f"level1/{p + 1}_Synthetic{p}"
+            store.db["problems"].insert({"key": key, "level": "level1", "number": p + 1, "name": f"Synthetic{p}",
+                                         "origin": "kernelbench", "path": key})
+            specs = [InputSpec.make(key, s, label=f"official trial {i}") for i, s in enumerate(seeds)]
+            store.db["inputs"].insert_all([{"id": s.id, "problem": key, "spec": "{}", "label": s.label} for s in specs])
+            store.db["input_checks"].insert_all([{"input": s.id, "substrate_hash": "h", "run": run, "valid": 1,
+                                                  "outcome": "pass", "margin": 1e-6} for s in specs])
+            rows, cells = [], []
+            for m in range(per):
+                mid = f"{p:04d}{m:06d}"
+                rows.append({"id": mid, "problem": key, "substrate_hash": "h", "rule": "r", "status": "distinct",
+                             "family": FAMILIES[m % len(FAMILIES)], "name": f"{key} kernel.cu:1:1 r: replace 'a' with 'b'"})
+                killed = rng.random() < 0.25
+                cells += [{"mutant": mid, "input": s.id, "outcome": "pass", "run": run,
+                           "margin": 0.5 if killed and i == 0 else 1e-7} for i, s in enumerate(specs)]
+            store.db["mutants"].insert_all(rows)
+            store.db["cells"].insert_all(cells)
+    store.close()
+    return path
+
+
+async def _open(path: Path) -> float:
+    app = KbmApp(path, all_protocols())
+    start = time.perf_counter()
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.data is None:
+            if not app.is_running:
+                raise SystemExit("the app stopped before the overview was populated")
+            await pilot.pause(0.01)
+        await pilot.pause()
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mutants", type=int, default=20000)
+    parser.add_argument("--inputs", type=int, default=10)
+    parser.add_argument("--problems", type=int, default=200)
+    args = parser.parse_args()
+    if embedded_store_path().is_file():
+        print(f"shipped store: {asyncio.run(_open(embedded_store_path())):.2f} s to a populated overview")
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        path = synthetic(Path(tmp) / "synthetic.db", args.mutants, args.inputs, args.problems)
+        built = time.perf_counter() - start
+        seconds = asyncio.run(_open(path))
+        print(f"synthetic store, {args.mutants:,} mutants x {args.inputs} inputs ({args.mutants * args.inputs:,} cells, "
+              f"built in {built:.1f} s): {seconds:.2f} s to a populated overview")
+
+
+if __name__ == "__main__":
+    main()

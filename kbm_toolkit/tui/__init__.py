@@ -1,0 +1,1 @@
+"""`kbm tui`: a read-only Textual app over the store (imported only by that command)."""

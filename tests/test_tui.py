@@ -1,0 +1,98 @@
+"""The terminal UI, driven with Textual's pilot and pinned with SVG snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+textual = pytest.importorskip("textual")
+
+from textual.widgets import DataTable  # noqa: E402
+
+from kbm_toolkit.plugins import load_protocol  # noqa: E402
+from kbm_toolkit.problems import ProblemSet  # noqa: E402
+from kbm_toolkit.tui.app import KbmApp, MutantScreen, MutantsScreen, OverviewScreen, PatternsScreen, ProblemsScreen  # noqa: E402
+
+from test_export import build  # noqa: E402
+from test_score import seed  # noqa: E402
+
+PROTOCOLS = [load_protocol("kernelbench"), load_protocol("kbv")]
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    """The hand-built matrix of test_score plus demo/1's real mutants, dated so snapshots are stable."""
+    demo = ProblemSet.discover()
+    store, _ = build(tmp_path / "tui.db", demo)
+    seed(store, demo.get("demo/2"))
+    store.db.execute("update runs set started = '2026-01-01T00:00:00+00:00'")
+    store.db.conn.commit()
+    store.close()
+    return tmp_path / "tui.db"
+
+
+async def _settle(pilot) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_every_screen_opens_and_goes_back(store_path: Path) -> None:
+    asyncio.run(_drive_every_screen(store_path))
+
+
+async def _drive_every_screen(store_path: Path) -> None:
+    app = KbmApp(store_path, PROTOCOLS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert isinstance(app.screen, OverviewScreen)
+        assert app.screen.query_one(DataTable).row_count == 4  # arithmetic, semantic, precision, all
+
+        await pilot.press("p")
+        await _settle(pilot)
+        assert isinstance(app.screen, PatternsScreen)
+        assert app.screen.query_one(DataTable).row_count >= 2
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert isinstance(app.screen, MutantsScreen)
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert isinstance(app.screen, MutantScreen)
+        assert app.screen.query_one(DataTable).row_count >= 1
+        await pilot.press("escape", "escape")
+        assert isinstance(app.screen, PatternsScreen)
+
+        await pilot.press("r")
+        await _settle(pilot)
+        assert isinstance(app.screen, ProblemsScreen)
+        assert app.screen.query_one(DataTable).row_count == 2
+        await pilot.press("slash", *"level:nope", "enter")
+        await pilot.pause()
+        assert app.screen.query_one(DataTable).row_count == 0
+        await pilot.press("slash", *"demo/2", "enter")
+        await pilot.pause()
+        assert app.screen.query_one(DataTable).row_count == 1
+        await pilot.press("t")
+        await pilot.pause()
+        assert "kbv:" in str(app.screen.query_one("#summary").render())
+
+
+def test_overview_snapshot(snap_compare, store_path: Path) -> None:
+    """The overview: families as rows, missed % per protocol in colour, the summary line on top."""
+
+    async def settle(pilot) -> None:
+        await _settle(pilot)
+
+    assert snap_compare(KbmApp(store_path, PROTOCOLS), terminal_size=(110, 24), run_before=settle)
+
+
+def test_patterns_snapshot(snap_compare, store_path: Path) -> None:
+    """Miss patterns: one column per protocol (● missed), counts and bars, most common first."""
+
+    async def settle(pilot) -> None:
+        await _settle(pilot)
+        await pilot.press("p")
+        await _settle(pilot)
+
+    assert snap_compare(KbmApp(store_path, PROTOCOLS), terminal_size=(110, 24), run_before=settle)
