@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call's worth of GPU work (the lent H200 has no network: wheels travel in .whl/).
 #   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
-#                                           regate-failed
+#                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -29,6 +29,13 @@ for step in "$@"; do
                python3 bench/compile_throughput.py --kernelbench third_party/KernelBench --repeat 1 \
                    > "$OUT/logs/bench-substrates.txt" 2>&1
                tail -n1 "$OUT/logs/bench-mutants.txt" "$OUT/logs/bench-substrates.txt" ;;
+        demo-protocols)  # the shipped store's kill matrix: demo pool under every built-in protocol
+            for source in kernelbench kbv fuzz; do
+                timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db run --inputs $source --level demo \
+                    > "$OUT/logs/demo-$source.txt" 2>&1; echo "run --inputs $source: exit $?"
+            done
+            python3 -c "import sqlite3; sqlite3.connect('.kbm/demo.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+            cp .kbm/demo.db "$OUT/" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-all) gate ;;
