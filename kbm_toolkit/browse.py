@@ -11,7 +11,8 @@ from typing import Any
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.protocols import Protocol
 from kbm_toolkit.rules import FAMILIES
-from kbm_toolkit.score import Matrix, _killed, load_matrices, problem_from_row, run_protocol, witnessed
+from kbm_toolkit.score import (Matrix, _killed, load_matrices, problem_from_row, run_protocol, valid_at,
+                               witnessed)
 
 
 @dataclass
@@ -98,7 +99,7 @@ def mutant_detail(store: Any, mutant_id: str, protocols: list[Protocol]) -> dict
             used = any(s.id == r["input"] for s in _specs(p, store, spec["problem"]))
             if not used:
                 verdicts[p.name] = "not in protocol"
-            elif not r["valid"] or r["correct_margin"] is None or r["correct_margin"] > p.tolerance:
+            elif not valid_at({"valid": r["valid"], "margin": r["correct_margin"]}, p.tolerance):
                 verdicts[p.name] = "invalid input"
             else:
                 verdicts[p.name] = "kills" if _killed((r["outcome"], r["margin"]), p.tolerance) else \

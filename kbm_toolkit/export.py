@@ -8,7 +8,7 @@ from typing import Any
 from kbm_toolkit.mutate import substrate_hash
 from kbm_toolkit.protocols import Protocol
 from kbm_toolkit.rules import TARGETS
-from kbm_toolkit.score import Matrix, _killed, load_matrices, run_protocol, witnessed
+from kbm_toolkit.score import Matrix, _killed, load_matrices, run_protocol, valid_at, witnessed
 from kbm_toolkit.substrates import Substrate, substrate_for
 
 SCREENING_STATUS = {"compile_error": "CompileError", "crash_probe": "RuntimeError",
@@ -72,8 +72,7 @@ def _status(row: dict[str, Any], mx: Matrix | None, protocol: Protocol, witnesse
     if row["id"] in detected:
         killers = [s.label for s in protocol.specs(mx.problem)
                    if (row["id"], s.id) in mx.cells and _killed(mx.cells[(row["id"], s.id)], protocol.tolerance)
-                   and (c := mx.checks.get(s.id)) and c["valid"] and c["margin"] is not None
-                   and c["margin"] <= protocol.tolerance]
+                   and valid_at(mx.checks.get(s.id), protocol.tolerance)]
         return "Killed", "", killers
     if row["id"] in witnessed_here:
         return "Survived", f"witnessed by another protocol, missed by {protocol.name}", []

@@ -80,6 +80,11 @@ class ProtocolResult:
     """Problems whose specs could not be built here (e.g. a hook needs the problem file)."""
 
 
+def valid_at(check: dict[str, Any] | None, t: float) -> bool:
+    """Whether an input check says the input is valid at tolerance `t` (the correct kernel passes)."""
+    return bool(check and check["valid"] and check["margin"] is not None and check["margin"] <= t)
+
+
 def _killed(cell: tuple[str, float | None], t: float) -> bool:
     outcome, margin = cell
     return outcome != "pass" or margin is None or margin > t
@@ -110,7 +115,7 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
             if reference_bad and source.drop_nonfinite_reference:
                 result.dropped += 1
                 continue
-            if not check["valid"] or check["margin"] is None or check["margin"] > t:
+            if not valid_at(check, t):
                 result.false_rejections.append({"problem": key, "input": spec.id, "label": spec.label,
                                                 "margin": check["margin"], "note": check["note"]})
                 continue

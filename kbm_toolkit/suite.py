@@ -11,12 +11,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from kbm_toolkit.score import Matrix, _killed
+from kbm_toolkit.score import Matrix, _killed, valid_at
 
 
 def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
     """input id → the mutants it kills at `tolerance`, over the inputs valid at that tolerance."""
-    valid = {i for i, c in mx.checks.items() if c["valid"] and c["margin"] is not None and c["margin"] <= tolerance}
+    valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance)}
     kills: dict[str, set[str]] = {i: set() for i in valid}
     for (m, i), cell in mx.cells.items():
         if i in valid and m in mx.mutants and _killed(cell, tolerance):

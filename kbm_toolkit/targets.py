@@ -20,6 +20,7 @@ from typing import Any
 from kbm_toolkit.inputs import InputSpec
 from kbm_toolkit.problems import Problem, trial_seeds
 from kbm_toolkit.protocols import protocol_toml
+from kbm_toolkit.score import valid_at
 
 CEILING_SCALES = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1e3, 1e4)
 """Scales probed for the validity ceiling, in increasing order."""
@@ -55,7 +56,7 @@ def ceiling(checks: dict[str, dict[str, Any]], probes: list[InputSpec], toleranc
             if check is None:
                 best = None
                 break
-            if not (check["valid"] and check["margin"] is not None and check["margin"] <= tolerance):
+            if not valid_at(check, tolerance):
                 break
             best = float(m.group(2))
         out[kind] = best
