@@ -39,7 +39,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """
     import torch
 
-    from kbm_toolkit.execute import LoadedKernel, strict_fp32_references
+    from kbm_toolkit.execute import LoadedKernel, run_reference, strict_fp32_references
     from kbm_toolkit.margin import compare
     from kbm_toolkit.nvrtc import Image
 
@@ -66,16 +66,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             continue
         check: dict[str, Any] = {"kind": "input", "input": spec.id, "valid": False}
         try:
-            if spec.model_key not in models:
-                module = problem.load(dict(spec.shape))
-                models[spec.model_key] = (module, spec.build_model(module, "cuda"))
-            module, model = models[spec.model_key]
-            inputs = spec.build(module, "cuda")
-            start = time.perf_counter()
-            with torch.no_grad():
-                ref = model(*inputs)
-            torch.cuda.synchronize()
-            check["ref_ms"] = (time.perf_counter() - start) * 1000
+            model, inputs, ref, check["ref_ms"] = run_reference(problem, spec, models)
         except Exception as e:  # the reference rejects this input: it tests nothing
             check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
             yield check

@@ -22,6 +22,30 @@ def strict_fp32_references() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
+def run_reference(problem: Any, spec: Any, models: dict[tuple, tuple[Any, Any]],
+                  device: str = "cuda") -> tuple[Any, list[Any], Any, float]:
+    """Build `spec`'s inputs and run the reference on them: (model, inputs, output, wall ms).
+
+    Models are cached in `models` by the spec's model key (shape overrides and parameter init),
+    so an input-major loop builds each model once. Whatever the reference raises propagates.
+    """
+    import time
+
+    import torch
+
+    if spec.model_key not in models:
+        module = problem.load(dict(spec.shape))
+        models[spec.model_key] = (module, spec.build_model(module, device))
+    module, model = models[spec.model_key]
+    inputs = spec.build(module, device)
+    start = time.perf_counter()
+    with torch.no_grad():
+        ref = model(*inputs)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return model, inputs, ref, (time.perf_counter() - start) * 1000
+
+
 class LoadedKernel:
     """A substrate's launcher bound to one compiled image of its device source."""
 

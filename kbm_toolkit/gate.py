@@ -150,7 +150,7 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
     """Run the substrate against its reference on every gate input."""
     import torch
 
-    from kbm_toolkit.execute import LoadedKernel, strict_fp32_references
+    from kbm_toolkit.execute import LoadedKernel, run_reference, strict_fp32_references
     from kbm_toolkit.margin import compare
 
     strict_fp32_references()
@@ -162,16 +162,7 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
         row = GateRow(spec.label, spec.record(), spec.id, "skipped")
         result.rows.append(row)
         try:
-            if spec.model_key not in built:
-                module = problem.load(dict(spec.shape))
-                built[spec.model_key] = (module, spec.build_model(module, device))
-            module, model = built[spec.model_key]
-            inputs = spec.build(module, device)
-            start = time.perf_counter()
-            with torch.no_grad():
-                ref = model(*inputs)
-            torch.cuda.synchronize()
-            row.ref_ms = (time.perf_counter() - start) * 1000
+            model, inputs, ref, row.ref_ms = run_reference(problem, spec, built, device)
             if row.label.startswith("official"):
                 official.append(ref.detach().clone() if isinstance(ref, torch.Tensor) else ref)
                 if len(official) == 1:

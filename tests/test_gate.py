@@ -69,3 +69,18 @@ def test_store_marks_unrefereeable_problems(fresh_store, demo: ProblemSet) -> No
                             GateResult(problem.key, "unrefereeable", 1e-3, message="constant reference: 0"))
     row = fresh_store.db["problems"].get(problem.key)
     assert row["refereeable"] == 0 and row["reason"] == "constant reference: 0"
+
+
+def test_run_reference_builds_each_model_once(demo: ProblemSet) -> None:
+    from kbm_toolkit.execute import run_reference
+
+    problem = demo.get("demo/1")
+    specs = gate_specs(problem, substrate_for(problem))
+    models: dict = {}
+    model, inputs, ref, ms = run_reference(problem, specs[0], models, "cpu")
+    assert torch.equal(ref, model(*inputs)) and ms >= 0
+    run_reference(problem, specs[1], models, "cpu")
+    assert len(models) == 1  # two official trials share one model
+    odd = next(s for s in specs if s.shape)
+    _, inputs, _, _ = run_reference(problem, odd, models, "cpu")
+    assert len(models) == 2 and inputs[0].shape == (3, 1001)
