@@ -47,6 +47,13 @@ class Context:
 
         return ProblemSet.discover(self.kernelbench)
 
+    def substrate_problems(self, refs: tuple[str, ...], level: str | None) -> list[Any]:
+        """The problems named by `refs`, or, when none are named, every one (of `level`) with a substrate."""
+        from kbm_toolkit.substrates import has_substrate
+
+        selected = self.problems().select(refs, level)
+        return selected if refs else [p for p in selected if has_substrate(p)]
+
     def store(self) -> Any:
         from kbm_toolkit.paths import default_store_path
         from kbm_toolkit.store import Store
@@ -161,9 +168,7 @@ def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str |
     from kbm_toolkit.substrates import has_substrate, substrate_for
     from kbm_toolkit.workers import Worker
 
-    selected = obj.problems().select(problems, level)
-    if not problems:
-        selected = [p for p in selected if has_substrate(p)]
+    selected = obj.substrate_problems(problems, level)
     store = obj.store()
     env: dict[str, Any] = {"cuda": False}
     worker = Worker("kbm_toolkit.gate:worker_task")
@@ -213,11 +218,9 @@ def check(obj: Context, problems: tuple[str, ...], level: str | None, arch: str)
     """
     from kbm_toolkit.dryrun import dry_run
     from kbm_toolkit.nvrtc import compile_source
-    from kbm_toolkit.substrates import has_substrate, substrate_for
+    from kbm_toolkit.substrates import substrate_for
 
-    selected = obj.problems().select(problems, level)
-    if not problems:
-        selected = [p for p in selected if has_substrate(p)]
+    selected = obj.substrate_problems(problems, level)
     failures = 0
     for problem in selected:
         try:
