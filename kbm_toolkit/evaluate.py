@@ -19,12 +19,28 @@ from kbm_toolkit.substrates import Substrate
 
 
 def warm_up() -> None:
-    """Pay a worker's start-up (torch, cuda.core, the CUDA context) before its first task."""
+    """Pay a worker's start-up (torch, cuda.core, the CUDA context, lazy imports) before its first task.
+
+    The launch guard's first use imports torch._dynamo (seconds), and the first matmul or
+    convolution creates library handles: doing both here keeps them off the path of a spare that
+    takes over after a crash.
+    """
     import torch
     from cuda.core import Device
 
-    torch.zeros(1, device="cuda")
+    from kbm_toolkit.execute import strict_fp32_references
+    from kbm_toolkit.launch_guard import guard
+    from kbm_toolkit.margin import compare
+
+    strict_fp32_references()
     Device(torch.cuda.current_device()).set_current()
+    with torch.no_grad():
+        with guard("warm-up"):
+            x = torch.zeros(4, 4, device="cuda")
+        compare(x, x.clone())
+        x @ x  # cuBLAS and cuDNN handles: every restart would otherwise pay them in its first reference
+        torch.nn.functional.conv2d(x[None, None], x[None, None, :3, :3])
+    torch.cuda.synchronize()
 
 
 def _problem(data: dict[str, Any]) -> Problem:

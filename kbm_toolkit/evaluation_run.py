@@ -26,6 +26,8 @@ from kbm_toolkit.substrates import Substrate, substrate_for
 from kbm_toolkit.workers import Worker
 
 TARGET = "kbm_toolkit.evaluate:evaluate_task"
+SPARES = 3
+"""Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
 PHASE_TIMEOUT_S = 900.0
 """Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
 
@@ -126,7 +128,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     current = {}
                     progressed = True
                 elif rec["kind"] == "poisoned":
-                    worker.retire()  # its CUDA context is gone; the warm spare takes over
+                    worker.retire()  # its CUDA context is gone; a warm spare takes over
                     break
             elif reply.status == "ok":
                 break
@@ -228,7 +230,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     for plan in plans:
         work.put(plan)
     warm = "kbm_toolkit.evaluate:warm_up" if target == TARGET else None
-    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}, warm=warm, spare=True)
+    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}, warm=warm, spares=SPARES)
                for i in range(gpus)]
 
     def drive(worker: Worker) -> None:

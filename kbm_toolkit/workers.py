@@ -62,20 +62,22 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -
 class Worker:
     """One child process that runs `target(task)` for each task it is sent, restarted on demand.
 
-    With `spare=True` a second child is kept started (and warmed by `warm`, e.g. torch and a CUDA
-    context, ~4.5 s), so replacing a crashed worker costs a swap, not a cold start.
+    With `spares=N`, N more children are kept started (and warmed by `warm`, e.g. torch and a CUDA
+    context, ~4.5 s each), so replacing a crashed worker costs a swap, not a cold start; several
+    spares absorb a burst of crashes (a rule that breaks every launch of a problem) while they warm
+    in parallel.
     """
 
     def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
-                 spare: bool = False) -> None:
+                 spares: int = 0) -> None:
         self.target = target
         self.env = dict(env or {})
         self.warm = warm
-        self.spare = spare
+        self.spares = spares
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._conn: Any = None
-        self._spare: tuple[Any, Any] | None = None
+        self._spares: list[tuple[Any, Any]] = []
         self.restarts = 0
 
     def _spawn(self) -> tuple[Any, Any]:
@@ -86,11 +88,10 @@ class Worker:
         return proc, parent
 
     def _start(self) -> None:
-        if self._spare is not None and self._spare[0].is_alive():
-            self._proc, self._conn = self._spare
-        else:
-            self._proc, self._conn = self._spawn()
-        self._spare = self._spawn() if self.spare else None
+        self._spares = [s for s in self._spares if s[0].is_alive()]
+        self._proc, self._conn = self._spares.pop(0) if self._spares else self._spawn()
+        while len(self._spares) < self.spares:
+            self._spares.append(self._spawn())
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""
@@ -134,7 +135,7 @@ class Worker:
         self.restarts += 1
 
     def retire(self) -> None:
-        """Replace the active child (e.g. its CUDA context is gone), keeping the warm spare."""
+        """Replace the active child (e.g. its CUDA context is gone); a warm spare takes over."""
         self._stop(self._proc, self._conn)
         self._proc = None
         self.restarts += 1
@@ -143,9 +144,9 @@ class Worker:
         """Ask the worker (and any spare) to exit, then make sure they have."""
         self._stop(self._proc, self._conn)
         self._proc = None
-        if self._spare is not None:
-            self._stop(*self._spare)
-            self._spare = None
+        for spare in self._spares:
+            self._stop(*spare)
+        self._spares = []
 
     @staticmethod
     def _stop(proc: Any, conn: Any) -> None:

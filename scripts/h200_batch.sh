@@ -2,6 +2,7 @@
 # One device call's worth of GPU work (the lent H200 has no network: wheels travel in .whl/).
 #   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
+#                                           hang-bench (crash and fuse), hang-kill (the watchdog's SIGKILL)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -36,6 +37,10 @@ for step in "$@"; do
             done
             python3 -c "import sqlite3; sqlite3.connect('.kbm/demo.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             cp .kbm/demo.db "$OUT/" ;;
+        hang-bench) python3 bench/hang_recovery.py --scenarios crash,fuse --json "$OUT/logs/hang.json" \
+                        > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
+        hang-kill) timeout "$(left)" python3 bench/hang_recovery.py --scenarios kill --json "$OUT/logs/hang-kill.json" \
+                       > "$OUT/logs/hang-kill.txt" 2>&1; echo "exit $?"; tail -n2 "$OUT/logs/hang-kill.txt" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-all) gate ;;

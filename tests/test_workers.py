@@ -97,9 +97,21 @@ def test_a_stream_deadline_can_change_per_message() -> None:
 
 
 def test_a_spare_worker_replaces_a_crashed_one_at_once() -> None:
-    with Worker(TARGET, spare=True) as worker:
+    with Worker(TARGET, spares=1) as worker:
         first = worker.run({"do": "echo", "value": 0}, timeout=60)
-        spare_pid = worker._spare[0].pid
+        spare_pid = worker._spares[0][0].pid
         worker.run({"do": "crash"}, timeout=60)
         after = worker.run({"do": "echo", "value": 1}, timeout=60)
     assert after.value["pid"] == spare_pid != first.value["pid"]
+
+
+def test_spares_take_over_in_order_through_a_burst_of_crashes() -> None:
+    with Worker(TARGET, spares=2) as worker:
+        worker.run({"do": "echo", "value": 0}, timeout=60)
+        queued = [p.pid for p, _ in worker._spares]
+        pids = []
+        for _ in range(2):
+            worker.run({"do": "crash"}, timeout=60)
+            pids.append(worker.run({"do": "echo", "value": 1}, timeout=60).value["pid"])
+        assert len(worker._spares) == 2  # topped up after each swap
+    assert pids == queued

@@ -1,0 +1,91 @@
+"""Evaluation throughput on a GPU: cells per second, and where the wall time goes.
+
+Runs `kbm run` in-process on a store whose problems are already gated and mutated, then splits
+the run's wall time into time inside launches (the mutant's launcher and kernel, synchronised),
+time in references and in the correct kernel, and everything else: building inputs, comparing,
+the pipe between worker and parent, worker restarts after crashes, and the store.
+
+    python bench/eval_throughput.py --store .kbm/demo.db --inputs gate --level demo [--json OUT]
+    python bench/eval_throughput.py --store .kbm/demo.db --analyse-run 3     # an earlier run, no GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def analyse(store: Any, run_id: int, wall_s: float | None = None) -> dict[str, Any]:
+    """The split of one evaluate run's time, from what it stored."""
+    run = store.db.execute("select started, finished from runs where id = ?", [run_id]).fetchone()
+    if wall_s is None:
+        from datetime import datetime
+
+        if not run or not run[1]:
+            raise SystemExit(f"run {run_id} has not finished; pass a finished evaluate run")
+        wall_s = (datetime.fromisoformat(run[1]) - datetime.fromisoformat(run[0])).total_seconds()
+    cells, launch_ms = store.db.execute("select count(*), coalesce(sum(ms), 0) from cells where run = ?",
+                                        [run_id]).fetchone()
+    outcomes = dict(store.db.execute("select outcome, count(*) from cells where run = ? group by 1", [run_id]).fetchall())
+    inputs, ref_ms, correct_ms = store.db.execute(
+        "select count(*), coalesce(sum(ref_ms), 0), coalesce(sum(kernel_ms), 0) from input_checks where run = ?",
+        [run_id]).fetchone()
+    wall_ms = wall_s * 1000
+    return {"run": run_id, "wall_s": round(wall_s, 2), "cells": cells, "inputs": inputs,
+            "cells_per_s": round(cells / wall_s, 1) if wall_s else None,
+            "share_in_launches": round(launch_ms / wall_ms, 4), "share_in_references": round((ref_ms + correct_ms) / wall_ms, 4),
+            "share_overhead": round(1 - (launch_ms + ref_ms + correct_ms) / wall_ms, 4),
+            "median_cell_ms": _median(store, run_id), "outcomes": outcomes}
+
+
+def _median(store: Any, run_id: int) -> float | None:
+    rows = [r[0] for r in store.db.execute("select ms from cells where run = ? and ms is not null order by ms", [run_id])]
+    return round(rows[len(rows) // 2], 4) if rows else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", required=True, type=Path)
+    ap.add_argument("--inputs", default="gate", help="spec source, as for kbm run")
+    ap.add_argument("--level", default="demo")
+    ap.add_argument("--kernelbench")
+    ap.add_argument("--analyse-run", type=int, help="only analyse this stored run")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    from kbm_toolkit.store import Store
+
+    store = Store(args.store)
+    if args.analyse_run is not None:
+        result = analyse(store, args.analyse_run)
+    else:
+        from kbm_toolkit.cli import device_env
+        from kbm_toolkit.evaluation_run import run_evaluation
+        from kbm_toolkit.problems import ProblemSet
+        from kbm_toolkit.spec_sources import resolve
+
+        keys = {r[0] for r in store.db.execute("select distinct problem from mutants")}
+        problems = [p for p in ProblemSet.discover(args.kernelbench).select((), args.level) if p.key in keys]
+        env = device_env()
+        start = time.perf_counter()
+        summary = run_evaluation(store, problems, resolve(args.inputs), args.inputs, env["arch"], env)
+        wall = time.perf_counter() - start
+        run_id = store.db.execute("select max(id) from runs where kind = 'evaluate'").fetchone()[0]
+        result = {**analyse(store, run_id, wall), "restarts": summary.restarts,
+                  "quarantined": len(summary.quarantined), "problems": len(problems), "gpu": env.get("gpu")}
+    print(json.dumps(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
+          f"launches {result['share_in_launches']:.1%}, references and correct kernel "
+          f"{result['share_in_references']:.1%}, overhead {result['share_overhead']:.1%}"
+          + (f"; {result['restarts']} worker restarts" if "restarts" in result else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""How long the GPU takes to recover from a crashing or hanging mutant, per way of stopping it.
+
+Each scenario launches one kernel in a child process that fills the GPU, stops it, and times a
+tiny kernel in a spare process that was already warm (the evaluator's recovery path) and in a
+cold one started afterwards:
+
+  crash      an out-of-bounds store: the context dies at once
+  kill       an endless loop, the child killed with SIGKILL after --after seconds (the watchdog)
+  fuse       an endless loop with the hang fuse: the kernel traps itself after --fuse-s seconds
+
+    python bench/hang_recovery.py [--after 2] [--fuse-s 1] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+KERNELS = {
+    "tiny": 'extern "C" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }',
+    "crash": 'extern "C" __global__ void k(float* p) { p[threadIdx.x + (1LL << 40)] = 1.0f; }',
+    "kill": 'extern "C" __global__ void k(float* p) { while (clock64() >= 0) {} p[0] = 1.0f; }',
+}
+
+CHILD = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
+from kbm_toolkit.nvrtc import compile_source
+from kbm_toolkit.runtime import device_arch
+import numpy as np
+dev = Device(0); dev.set_current()
+buf = torch.zeros(1024, device="cuda")
+src = sys.stdin.readline()
+while src.strip() == "":
+    src = sys.stdin.readline()
+import json
+src = json.loads(src)
+fn = ObjectCode.from_cubin(compile_source(src, device_arch()).cubin).get_kernel("k")
+blocks = int(sys.argv[2])
+stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+print("ready", flush=True)
+sys.stdin.readline()  # go
+t = time.perf_counter()
+try:
+    launch(stream, LaunchConfig(grid=blocks, block=256), fn, np.intp(buf.data_ptr()))
+    print("launched", flush=True)
+    torch.cuda.synchronize()
+    print(f"done {(time.perf_counter() - t) * 1000:.3f}", flush=True)
+except Exception as e:
+    print(f"error {(time.perf_counter() - t) * 1000:.3f} {type(e).__name__}: {str(e)[:120]}", flush=True)
+"""
+
+
+class Child:
+    """A process that builds one kernel, waits for `go`, launches it and reports."""
+
+    def __init__(self, source: str, blocks: int = 1) -> None:
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ROOT), str(blocks)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, start_new_session=True)
+        self.proc.stdin.write(json.dumps(source) + "\n")
+        self.proc.stdin.flush()
+
+    def ready(self) -> float:
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"child failed to start: {line!r}")
+        return time.perf_counter() - self.started
+
+    def go(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def line(self) -> str:
+        return self.proc.stdout.readline().strip()
+
+    def finish(self) -> tuple[str, float]:
+        """Go, and wait for the report; (report, seconds from go to report)."""
+        t = time.perf_counter()
+        self.go()
+        while (line := self.line()) == "launched":
+            pass
+        self.proc.wait()
+        return line, time.perf_counter() - t
+
+
+def scenario(name: str, after: float, fuse_s: float, sms: int) -> dict:
+    spare = Child(KERNELS["tiny"])
+    spare.ready()
+    if name == "fuse":
+        from kbm_toolkit.hang_fuse import fuse_source
+        source = fuse_source(KERNELS["kill"], fuse_s)
+    else:
+        source = KERNELS[name]
+    bad = Child(source, blocks=sms * 8)
+    bad.ready()
+    t0 = time.perf_counter()
+    bad.go()
+    assert bad.line() == "launched"
+    result: dict = {"scenario": name}
+    if name == "kill":
+        time.sleep(after)
+        os.killpg(bad.proc.pid, signal.SIGKILL)
+        result["reported"] = "killed"
+    else:
+        result["reported"] = bad.line()
+    bad.proc.wait()
+    result["bad_gone_s"] = round(time.perf_counter() - t0, 3)
+    report, spare_s = spare.finish()
+    result["spare_report"], result["spare_s"] = report, round(spare_s, 3)
+    cold = Child(KERNELS["tiny"])
+    result["cold_ready_s"] = round(cold.ready(), 3)
+    report, cold_s = cold.finish()
+    result["cold_report"], result["cold_s"] = report, round(cold_s, 3)
+    result["total_s"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--after", type=float, default=2.0, help="seconds before SIGKILL in the kill scenario")
+    ap.add_argument("--fuse-s", type=float, default=1.0, help="the hang fuse's budget in seconds")
+    ap.add_argument("--scenarios", default="crash,fuse,kill")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    import torch
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = []
+    for name in args.scenarios.split(","):
+        row = scenario(name, args.after, args.fuse_s, sms)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    print(f"{'scenario':10} {'bad gone':>9} {'spare kernel':>13} {'cold ready':>11} {'cold kernel':>12}")
+    for r in rows:
+        print(f"{r['scenario']:10} {r['bad_gone_s']:8.2f}s {r['spare_s']:12.3f}s {r['cold_ready_s']:10.2f}s "
+              f"{r['cold_s']:11.3f}s")
+
+
+if __name__ == "__main__":
+    main()
