@@ -6,9 +6,11 @@ cold one started afterwards:
 
   crash      an out-of-bounds store: the context dies at once
   kill       an endless loop, the child killed with SIGKILL after --after seconds (the watchdog)
-  fuse       an endless loop with the hang fuse: the kernel traps itself after --fuse-s seconds
 
-    python bench/hang_recovery.py [--after 2] [--fuse-s 1] [--json OUT.json]
+    python bench/hang_recovery.py [--after 2] [--json OUT.json]
+
+Measured on the H200: the killed hang's process was gone 0.09 s after SIGKILL and the GPU ran the
+next kernel at once, so the evaluator needs no in-kernel hang fuse; the watchdog's kill suffices.
 """
 
 from __future__ import annotations
@@ -95,15 +97,10 @@ class Child:
         return line, time.perf_counter() - t
 
 
-def scenario(name: str, after: float, fuse_s: float, sms: int) -> dict:
+def scenario(name: str, after: float, sms: int) -> dict:
     spare = Child(KERNELS["tiny"])
     spare.ready()
-    if name == "fuse":
-        from kbm_toolkit.hang_fuse import fuse_source
-        source = fuse_source(KERNELS["kill"], fuse_s)
-    else:
-        source = KERNELS[name]
-    bad = Child(source, blocks=sms * 8)
+    bad = Child(KERNELS[name], blocks=sms * 8)
     bad.ready()
     t0 = time.perf_counter()
     bad.go()
@@ -130,8 +127,7 @@ def scenario(name: str, after: float, fuse_s: float, sms: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--after", type=float, default=2.0, help="seconds before SIGKILL in the kill scenario")
-    ap.add_argument("--fuse-s", type=float, default=1.0, help="the hang fuse's budget in seconds")
-    ap.add_argument("--scenarios", default="crash,fuse,kill")
+    ap.add_argument("--scenarios", default="crash,kill")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     import torch
@@ -139,7 +135,7 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for name in args.scenarios.split(","):
-        row = scenario(name, args.after, args.fuse_s, sms)
+        row = scenario(name, args.after, sms)
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:

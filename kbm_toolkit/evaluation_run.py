@@ -26,7 +26,7 @@ from kbm_toolkit.substrates import Substrate, substrate_for
 from kbm_toolkit.workers import Worker
 
 TARGET = "kbm_toolkit.evaluate:evaluate_task"
-SPARES = 3
+SPARES = 4
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
 PHASE_TIMEOUT_S = 900.0
 """Building an input, the reference and the correct kernel: generous, only a broken box hits it."""

@@ -78,6 +78,7 @@ class Worker:
         self._proc: Any = None
         self._conn: Any = None
         self._spares: list[tuple[Any, Any]] = []
+        self._dying: list[Any] = []
         self.restarts = 0
 
     def _spawn(self) -> tuple[Any, Any]:
@@ -88,6 +89,7 @@ class Worker:
         return proc, parent
 
     def _start(self) -> None:
+        self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
         self._spares = [s for s in self._spares if s[0].is_alive()]
         self._proc, self._conn = self._spares.pop(0) if self._spares else self._spawn()
         while len(self._spares) < self.spares:
@@ -127,18 +129,15 @@ class Worker:
             yield Reply("crash", message=f"worker died (exit code {code})")
 
     def _kill(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
-            self._proc.kill()
         if self._proc is not None:
-            self._proc.join(timeout=10)
+            self._proc.kill()  # no wait: a dying CUDA process can take a second to exit; reaped later
+            self._dying.append(self._proc)
         self._proc = None
         self.restarts += 1
 
     def retire(self) -> None:
         """Replace the active child (e.g. its CUDA context is gone); a warm spare takes over."""
-        self._stop(self._proc, self._conn)
-        self._proc = None
-        self.restarts += 1
+        self._kill()  # a poisoned context has nothing worth a clean exit
 
     def close(self) -> None:
         """Ask the worker (and any spare) to exit, then make sure they have."""
@@ -147,6 +146,9 @@ class Worker:
         for spare in self._spares:
             self._stop(*spare)
         self._spares = []
+        for proc in self._dying:
+            proc.join(timeout=10)
+        self._dying = []
 
     @staticmethod
     def _stop(proc: Any, conn: Any) -> None:

@@ -2,7 +2,7 @@
 # One device call's worth of GPU work (the lent H200 has no network: wheels travel in .whl/).
 #   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
-#                                           hang-bench (crash and fuse), hang-kill (the watchdog's SIGKILL)
+#                                           hang-bench (recovery after a crash and after the watchdog's kill)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -20,7 +20,7 @@ gate() {
 }
 for step in "$@"; do
     case $step in
-        gpu-tests) python3 -m pytest -m gpu -q -p no:cacheprovider > "$OUT/logs/pytest-gpu.txt" 2>&1
+        gpu-tests) timeout "$(left)" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=6 > "$OUT/logs/pytest-gpu.txt" 2>&1
                    tail -1 "$OUT/logs/pytest-gpu.txt" ;;
         demo-pool) OUT="$OUT/logs" BUDGET=$(left) bash scripts/h200_demo_pool.sh; mv "$OUT/logs/demo-whole.db" "$OUT/" ;;
         regate-failed) failed=$(python3 -c "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('.kbm/gate.db').execute(\"select problem from substrates where gate_status != 'passed'\")))")
@@ -30,17 +30,21 @@ for step in "$@"; do
                python3 bench/compile_throughput.py --kernelbench third_party/KernelBench --repeat 1 \
                    > "$OUT/logs/bench-substrates.txt" 2>&1
                tail -n1 "$OUT/logs/bench-mutants.txt" "$OUT/logs/bench-substrates.txt" ;;
-        demo-protocols)  # the shipped store's kill matrix: demo pool under every built-in protocol
-            for source in kernelbench kbv fuzz; do
-                timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db run --inputs $source --level demo \
-                    > "$OUT/logs/demo-$source.txt" 2>&1; echo "run --inputs $source: exit $?"
+        demo-protocols)  # the shipped store's kill matrix: demo pool under every built-in protocol, and targets
+            kbm_demo() { timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db "$@"; }
+            kbm_demo targets --level demo --emit .kbm/demo-targets > "$OUT/logs/demo-targets.txt" 2>&1
+            echo "targets: exit $?"; cp .kbm/demo-targets/protocol.toml "$OUT/demo-targets.toml"
+            for source in kernelbench kbv fuzz .kbm/demo-targets fuzz-shapes; do
+                name=$(basename $source)
+                kbm_demo run --inputs $source --level demo > "$OUT/logs/demo-run-$name.txt" 2>&1
+                echo "run --inputs $source: exit $?"
+                python3 bench/eval_throughput.py --store .kbm/demo.db --analyse-run "$(python3 -c "import sqlite3; print(sqlite3.connect('.kbm/demo.db').execute(\"select max(id) from runs where kind='evaluate'\").fetchone()[0])")" \
+                    --json "$OUT/logs/throughput-$name.json" | tail -n1
             done
             python3 -c "import sqlite3; sqlite3.connect('.kbm/demo.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             cp .kbm/demo.db "$OUT/" ;;
-        hang-bench) python3 bench/hang_recovery.py --scenarios crash,fuse --json "$OUT/logs/hang.json" \
+        hang-bench) timeout "$(left)" python3 bench/hang_recovery.py --json "$OUT/logs/hang.json" \
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
-        hang-kill) timeout "$(left)" python3 bench/hang_recovery.py --scenarios kill --json "$OUT/logs/hang-kill.json" \
-                       > "$OUT/logs/hang-kill.txt" 2>&1; echo "exit $?"; tail -n2 "$OUT/logs/hang-kill.txt" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-all) gate ;;
