@@ -84,6 +84,12 @@ def substrate_hash(substrate: Substrate) -> str:
     return _sha(substrate.source + "\0" + substrate.launcher_path.read_text())
 
 
+def mutant_id(problem: str, substrate_hash: str, rule: str, start: int, end: int, replacement: str) -> str:
+    """A mutant's stable id; the problem is part of it because two problems may share one substrate
+    source (KernelBench has problems that differ only in their sizes)."""
+    return _sha(f"{problem}\0{substrate_hash}\0{rule}\0{start}\0{end}\0{replacement}")[:12]
+
+
 def generate(substrate: Substrate, rules: Iterable[Rule]) -> list[Mutant]:
     """Every mutant of `substrate` under `rules`, in rule order then source order."""
     kernel = substrate.source
@@ -94,9 +100,9 @@ def generate(substrate: Substrate, rules: Iterable[Rule]) -> list[Mutant]:
         text = kernel if rule.target == "kernel" else launcher
         for site in rule.sites(text):
             mutated = rule.apply(text, site)
-            key = f"{base}\0{rule.name}\0{site.start}\0{site.end}\0{site.replacement}"
             mutants.append(Mutant(
-                id=_sha(key)[:12], problem=substrate.problem_key, rule=rule.name, family=rule.family,
+                id=mutant_id(substrate.problem_key, base, rule.name, site.start, site.end, site.replacement),
+                problem=substrate.problem_key, rule=rule.name, family=rule.family,
                 target=rule.target, site=site, substrate_hash=base,
                 kernel_source=mutated if rule.target == "kernel" else kernel,
                 launcher_source=mutated if rule.target == "launcher" else launcher))

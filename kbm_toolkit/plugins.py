@@ -15,8 +15,14 @@ from kbm_toolkit.protocols import Protocol, load_protocols
 GROUP = "kbm.adapters"
 
 
+BUILT_IN = ("kernelbench", "kbv", "fuzz")
+"""Adapters that ship with kbm: registered by its own entry points, and found without them when
+kbm runs from a source tree that was never installed (as on a GPU box with no package index)."""
+
+
 def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    found = {name: EntryPoint(name, f"kbm_toolkit.builtin_adapters:{name}", GROUP) for name in BUILT_IN}
+    return found | {ep.name: ep for ep in entry_points(group=GROUP)}
 
 
 def adapter_names() -> list[str]:

@@ -88,6 +88,22 @@ def m004_reference_magnitudes(db: sqlite_utils.Database) -> None:
     db["input_checks"].add_column("ref_abs_mean", float)
 
 
+@migration
+def m005_problem_scoped_mutant_ids(db: sqlite_utils.Database) -> None:
+    # Ids were a hash of the substrate and the site alone, so two problems sharing one substrate
+    # source got the same ids; re-key every mutant with its problem, and the cells with it.
+    from kbm_toolkit.mutate import mutant_id
+
+    rows = db.execute('select id, problem, substrate_hash, rule, start, "end", replacement from mutants').fetchall()
+    db.execute("create temp table _rekey (old text primary key, new text)")
+    db.conn.executemany("insert into _rekey values (?, ?)", [(r[0], mutant_id(*r[1:])) for r in rows])
+    db.execute("update mutants set id = (select new from _rekey where old = mutants.id)")
+    db.execute("update mutants set duplicate_of = (select new from _rekey where old = mutants.duplicate_of) "
+               "where duplicate_of is not null")
+    db.execute("update cells set mutant = (select new from _rekey where old = cells.mutant)")
+    db.execute("drop table _rekey")
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 

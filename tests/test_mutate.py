@@ -57,6 +57,12 @@ def test_ids_are_stable_and_change_with_the_substrate(leaky: Substrate, tmp_path
     assert not set(first) & {m.id for m in generate(moved, load_rules())}
 
 
+def test_two_problems_sharing_one_substrate_source_get_distinct_ids(leaky: Substrate) -> None:
+    twin = Substrate("level1/999_Twin", leaky.folder)
+    mine, theirs = generate(leaky, load_rules()), generate(twin, load_rules())
+    assert len(mine) == len(theirs) > 0 and not {m.id for m in mine} & {m.id for m in theirs}
+
+
 def test_each_mutant_differs_from_its_substrate_at_one_site(leaky: Substrate) -> None:
     for m in generate(leaky, load_rules()):
         diff = m.diff(leaky)

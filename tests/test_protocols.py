@@ -23,6 +23,14 @@ def test_builtin_adapters_register_by_entry_point() -> None:
     assert load_protocol("kernelbench-head").tolerance == 1e-4
 
 
+def test_builtin_adapters_are_found_in_an_uninstalled_source_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.plugins as plugins
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    assert plugins.adapter_names() == ["fuzz", "kbv", "kernelbench"]
+    assert load_protocol("fuzz-shapes").name == "fuzz-shapes"
+
+
 def test_kernelbench_protocol_is_the_official_check(demo: ProblemSet) -> None:
     specs = load_protocol("kernelbench").specs(demo.get("demo/1"))
     assert [s.seed for s in specs] == trial_seeds(5)

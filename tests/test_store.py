@@ -98,3 +98,21 @@ def test_reference_magnitudes_are_stored_with_input_checks(fresh_store: Store) -
                                     "ref_abs_max": 2.5e-6, "ref_abs_mean": 1e-6})
     row = fresh_store.db["input_checks"].get(("i1", "h"))
     assert (row["ref_abs_max"], row["ref_abs_mean"]) == (2.5e-6, 1e-6)
+
+
+def test_mutant_ids_are_rekeyed_by_problem_with_their_cells(db_path: Path) -> None:
+    from kbm_toolkit.mutate import mutant_id
+    from kbm_toolkit.store import m005_problem_scoped_mutant_ids
+
+    store = Store(db_path)
+    site = {"substrate_hash": "s" * 64, "rule": "mul2div", "start": 10, "end": 11, "replacement": "/"}
+    for problem, old in (("a/1", "old000000001"), ("b/1", "old000000002")):
+        store.db["mutants"].insert({"id": old, "problem": problem, **site, "status": "distinct"})
+        store.db["cells"].insert({"mutant": old, "input": "i1", "outcome": "pass", "margin": 0.5})
+    store.db["mutants"].insert({"id": "old000000003", "problem": "b/1", **{**site, "start": 20, "end": 21},
+                                "status": "duplicate", "duplicate_of": "old000000002"})
+    m005_problem_scoped_mutant_ids(store.db)
+    new = {r["problem"] + str(r["start"]): r for r in store.db["mutants"].rows}
+    assert new["a/110"]["id"] == mutant_id("a/1", "s" * 64, "mul2div", 10, 11, "/") != new["b/110"]["id"]
+    assert new["b/120"]["duplicate_of"] == new["b/110"]["id"]
+    assert {r["mutant"] for r in store.db["cells"].rows} == {new["a/110"]["id"], new["b/110"]["id"]}
