@@ -554,6 +554,25 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None
     KbmApp(path, protocols).run()
 
 
+@cli.command()
+@click.argument("others", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.pass_obj
+def merge(obj: Context, others: tuple[str, ...]) -> None:
+    """Copy into the store every row it lacks from other stores (e.g. shards filled on other GPUs).
+
+    Runs keep their provenance and are re-numbered; rows the store already has are kept.
+
+    Example: kbm --store pool.db merge shard-a.db shard-b.db
+    """
+    from kbm_toolkit.store import Store
+
+    store = obj.store()
+    for path in others:
+        added = store.merge(Store(path))
+        words = ", ".join(f"{n} {table}" for table, n in added.items() if n) or "nothing new"
+        click.echo(f"{path}: {words}")
+
+
 @cli.command("adapters")
 @click.pass_obj
 def adapters_cmd(obj: Context) -> None:

@@ -370,8 +370,47 @@ class Store:
         except sqlite_utils.db.NotFoundError:
             return False
 
+    def merge(self, other: "Store") -> dict[str, int]:
+        """Copy in the rows of `other` that this store lacks; return rows added per table.
+
+        Runs are re-numbered (and every reference to them follows); a row this store already
+        has (same key) is kept as it is, so merging the same store twice adds nothing.
+        """
+        if other.applied() != self.applied():
+            raise StoreError("stores at different schema versions; open both with this kbm first",
+                             other.path or ":memory:")
+        added: dict[str, int] = {}
+        def key(run: dict[str, Any]) -> tuple:
+            return tuple(v for k, v in sorted(run.items()) if k not in ("id", "finished"))
+
+        own_runs = {key(r): r["id"] for r in self.db["runs"].rows}
+        run_map: dict[int, int] = {}
+        with self.db.conn:
+            for run in other.db["runs"].rows:
+                if key(run) not in own_runs:
+                    own_runs[key(run)] = self.db["runs"].insert({k: v for k, v in run.items() if k != "id"}).last_pk
+                    added["runs"] = added.get("runs", 0) + 1
+                run_map[run["id"]] = own_runs[key(run)]
+            for table, pk, run_column in _MERGED:
+                if not other.db[table].exists():
+                    continue
+                before = self.db[table].count
+                rows = ({**r, run_column: run_map.get(r[run_column])} if run_column else r
+                        for r in other.db[table].rows)
+                self.db[table].insert_all(rows, pk=pk, ignore=True, batch_size=2000)
+                added[table] = self.db[table].count - before
+        return added
+
     def close(self) -> None:
         self.db.close()
+
+
+_MERGED: list[tuple[str, Any, str | None]] = [
+    ("problems", "key", None), ("rules", "name", None), ("substrates", "problem", "gate_run"),
+    ("gate_inputs", ("problem", "run", "position"), "run"), ("mutants", "id", None), ("inputs", "id", None),
+    ("input_checks", ("input", "substrate_hash"), "run"), ("cells", ("mutant", "input"), "run"),
+]
+"""Tables `Store.merge` copies, in dependency order: (table, primary key, column naming a run)."""
 
 
 def _finite_or_none(x: float | None) -> float | None:

@@ -116,3 +116,20 @@ def test_mutant_ids_are_rekeyed_by_problem_with_their_cells(db_path: Path) -> No
     assert new["a/110"]["id"] == mutant_id("a/1", "s" * 64, "mul2div", 10, 11, "/") != new["b/110"]["id"]
     assert new["b/120"]["duplicate_of"] == new["b/110"]["id"]
     assert {r["mutant"] for r in store.db["cells"].rows} == {new["a/110"]["id"], new["b/110"]["id"]}
+
+
+def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp_path: Path) -> None:
+    a, b = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    for store, outcome in ((a, "pass"), (b, "value")):
+        run = store.start_run("evaluate", {"gpu": f"GPU of {store.path.stem}"})
+        store.db["mutants"].insert({"id": "m1", "problem": "p/1", "status": "distinct"})
+        store.record_cells(run, [{"mutant": "m1", "input": "shared", "outcome": outcome, "margin": 0.5}])
+    b.record_cells(1, [{"mutant": "m1", "input": "only-b", "outcome": "crash"}])
+    b.start_run("gate", {"gpu": "G"})
+    added = a.merge(b)
+    assert added["runs"] == 2 and added["cells"] == 1 and added["mutants"] == 0
+    cells = {r["input"]: r for r in a.db["cells"].rows}
+    assert cells["shared"]["outcome"] == "pass"  # a's own cell is kept
+    assert a.db["runs"].get(cells["only-b"]["run"])["gpu"] == "GPU of b"
+    assert a.merge(b) == {"problems": 0, "rules": 0, "substrates": 0, "gate_inputs": 0, "mutants": 0,
+                          "inputs": 0, "input_checks": 0, "cells": 0}
