@@ -3,7 +3,7 @@
 #   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
-#                                           kb-pool (needs .kbm/kb.db gated and mutated; returns kb.db.gz)
+#                                           kb-pool (needs $KB_STORE, default .kbm/kb.db, gated and mutated; returns kb.db.gz)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -48,11 +48,11 @@ for step in "$@"; do
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
         kb-pool)  # the KernelBench pool's kill matrix, as far as the call's budget reaches; resumable
             for source in kernelbench kbv fuzz; do
-                timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/kb.db --kernelbench third_party/KernelBench \
+                timeout -s INT "$(left)" python3 -m kbm_toolkit --store ${KB_STORE:-.kbm/kb.db} --kernelbench third_party/KernelBench \
                     run --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1; echo "kb run --inputs $source: exit $?"
             done
-            python3 -c "import sqlite3; sqlite3.connect('.kbm/kb.db').execute('pragma wal_checkpoint(TRUNCATE)')"
-            gzip -c .kbm/kb.db > "$OUT/kb.db.gz" ;;
+            python3 -c "import sqlite3; sqlite3.connect('${KB_STORE:-.kbm/kb.db}').execute('pragma wal_checkpoint(TRUNCATE)')"
+            gzip -c ${KB_STORE:-.kbm/kb.db} > "$OUT/kb.db.gz" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-all) gate ;;
