@@ -10,9 +10,12 @@ deadline (derived from the correct kernel's time on that input) is killed and re
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import queue
 import threading
 import time
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -67,25 +70,36 @@ def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
     return InputSpec.make(problem.key, seed, shape=shapes[0] if shapes else None, label="probe")
 
 
-def plan_problem(store: Any, problem: Problem, specs: list[InputSpec], arch: str, probe: bool,
-                 rules: list[Any] | None = None) -> ProblemPlan:
-    """Compile the substrate and every distinct mutant of it recorded in the store."""
+def stored_mutants(store: Any, problem: Problem) -> tuple[Substrate, str, dict[str, dict[str, Any]]]:
+    """The substrate, its hash, and the stored mutants an evaluation runs (distinct or quarantined)."""
     substrate = substrate_for(problem)
     sh = substrate_hash(substrate)
     rows = {r["id"]: r for r in store.mutants(problem.key) if r["substrate_hash"] == sh
             and r["status"] in ("distinct", "crash_probe")}
     if not rows:
         raise KbmError(f"no mutants of {problem.key} at its current source: run `kbm mutate {problem.key}` first")
+    return substrate, sh, rows
+
+
+def _warm_cache(job: tuple[str, str]) -> None:
+    compile_source(*job)
+
+
+def plan_problem(problem: Problem, rows: dict[str, dict[str, Any]], specs: list[InputSpec], arch: str,
+                 probe: bool, rules: list[Any] | None = None, pool: Executor | None = None) -> ProblemPlan:
+    """Compile the substrate and the mutants in `rows` (NVRTC, cached; across `pool` when given)."""
+    substrate = substrate_for(problem)
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
+    chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows]
+    if pool is not None:  # fill the cache in parallel; the loop below then only reads it
+        list(pool.map(_warm_cache, [(m.kernel_source, arch) for m in chosen if m.target == "kernel"], chunksize=8))
     mutants = []
-    for m in generate(substrate, rules if rules is not None else load_rules()):
-        if m.id not in rows:
-            continue
+    for m in chosen:
         image = compile_source(m.kernel_source, arch) if m.target == "kernel" else original
         mutants.append({"id": m.id, "status": rows[m.id]["status"], "image": asdict(image),
                         "kernel_source": m.kernel_source,
                         "launcher_source": m.launcher_source if m.target == "launcher" else None})
-    return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
+    return ProblemPlan(problem, substrate, substrate_hash(substrate), asdict(original), mutants,
                        probe_spec(problem, substrate) if probe else None, specs)
 
 
@@ -193,12 +207,12 @@ def check_inputs(store: Any, problem: Problem, specs: list[InputSpec], source: s
     return verdict
 
 
-def _probe_crashes(store: Any, plan: ProblemPlan) -> set[str]:
+def _probe_crashes(store: Any, probe: InputSpec | None) -> set[str]:
     """Mutants whose stored probe cell crashed or timed out (a run killed before quarantining them)."""
-    if plan.probe is None:
+    if probe is None:
         return set()
     rows = store.db.execute("select mutant from cells where input = ? and outcome in ('crash', 'timeout')",
-                            [plan.probe.id]).fetchall()
+                            [probe.id]).fetchall()
     return {r[0] for r in rows}
 
 
@@ -207,49 +221,65 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                    target: str = TARGET, on_progress: Callable[[int, int], None] | None = None,
                    on_problem: Callable[[str, str], None] | None = None, rules: list[Any] | None = None,
                    deadline: Callable[[float | None], float] = mutant_deadline_s) -> RunSummary:
-    """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`."""
+    """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`.
+
+    What the store knows is read first (cheap); compiling is pipelined with the GPU: a planner
+    thread compiles one problem's mutants across a process pool while the workers evaluate the
+    problems already compiled.
+    """
     run_id = store.start_run("evaluate", env)
     summary = RunSummary()
-    plans, views, total = [], {}, 0
+    views, hashes, jobs, total = {}, {}, [], 0
     for problem in problems:
         specs = specs_for(problem)
-        plan = plan_problem(store, problem, specs, arch, probe, rules)
+        substrate, sh, rows = stored_mutants(store, problem)
+        probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
-        store.record_inputs(specs + ([plan.probe] if plan.probe else []), source)
+        store.record_inputs(specs + ([probe_input] if probe_input else []), source)
         done = store.done_pairs(problem.key)
-        checks = store.checked_inputs(problem.key, plan.substrate_hash)
+        checks = store.checked_inputs(problem.key, sh)
         invalid = {i for i, c in checks.items() if not c["valid"]}
-        done |= {(m["id"], i) for m in plan.mutants for i in invalid}
-        views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, plan)}
-        n_distinct = sum(m["status"] == "distinct" for m in plan.mutants)
-        total += n_distinct * (len(specs) + (1 if plan.probe else 0))
-        plans.append(plan)
+        done |= {(m, i) for m in rows for i in invalid}
+        views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, probe_input)}
+        total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
+        jobs.append((problem, rows, specs))
+        hashes[problem.key] = sh
     already = sum(len(v["done"]) for v in views.values())
     results: queue.Queue = queue.Queue()
     work: queue.Queue = queue.Queue()
-    for plan in plans:
-        work.put(plan)
     warm = "kbm_toolkit.evaluate:warm_up" if target == TARGET else None
     workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}, warm=warm, spares=SPARES)
                for i in range(gpus)]
 
+    def planner() -> None:
+        try:
+            with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) // 2), mp.get_context("spawn")) as pool:
+                for problem, rows, specs in jobs:
+                    try:
+                        work.put(plan_problem(problem, rows, specs, arch, probe, rules, pool))
+                    except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
+                        why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+                        results.put((problem.key, {"kind": "problem", "verdict": f"error: {why}"}))
+        finally:
+            for _ in workers:
+                work.put(None)
+
     def drive(worker: Worker) -> None:
         while True:
-            try:
-                plan = work.get_nowait()
-            except queue.Empty:
+            plan = work.get()
+            if plan is None:
                 return
             verdict = run_problem(worker, views[plan.problem.key], plan,
                                   lambda rec, key=plan.problem.key: results.put((key, rec)), deadline)
             results.put((plan.problem.key, {"kind": "problem", "verdict": verdict}))
 
-    threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
+    threads = [threading.Thread(target=planner, daemon=True)]
+    threads += [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
     for t in threads:
         t.start()
     batch: list[dict[str, Any]] = []
     count = already
     last_flush = time.monotonic()
-    hashes = {p.problem.key: p.substrate_hash for p in plans}
     try:
         while any(t.is_alive() for t in threads) or not results.empty():
             try:

@@ -13,9 +13,9 @@ begin=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs" .kbm
-left() { echo $(( BUDGET_S - ($(date +%s) - begin) )); }
+left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
 gate() {
-    timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
+    timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
         gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
     echo "gate $* exit $?; $(grep -c ': passed' "$OUT"/logs/gate-*.txt | awk -F: '{s+=$2} END {print s}') passed so far"
 }
@@ -25,14 +25,14 @@ for step in "$@"; do
                    tail -1 "$OUT/logs/pytest-gpu.txt" ;;
         demo-pool) OUT="$OUT/logs" BUDGET=$(left) bash scripts/h200_demo_pool.sh; mv "$OUT/logs/demo-whole.db" "$OUT/" ;;
         regate-failed) failed=$(python3 -c "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('.kbm/gate.db').execute(\"select problem from substrates where gate_status != 'passed'\")))")
-                       timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
+                       timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
                            gate --timeout 150 $failed > "$OUT/logs/regate.txt" 2>&1; echo "regate $failed: exit $?" ;;
         bench) python3 bench/compile_throughput.py --mutants --level demo > "$OUT/logs/bench-mutants.txt" 2>&1
                python3 bench/compile_throughput.py --kernelbench third_party/KernelBench --repeat 1 \
                    > "$OUT/logs/bench-substrates.txt" 2>&1
                tail -n1 "$OUT/logs/bench-mutants.txt" "$OUT/logs/bench-substrates.txt" ;;
         demo-protocols)  # the shipped store's kill matrix: demo pool under every built-in protocol, and targets
-            kbm_demo() { timeout -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db "$@"; }
+            kbm_demo() { timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db "$@"; }
             kbm_demo targets --level demo --emit .kbm/demo-targets > "$OUT/logs/demo-targets.txt" 2>&1
             echo "targets: exit $?"; cp .kbm/demo-targets/protocol.toml "$OUT/demo-targets.toml"
             for source in kernelbench kbv fuzz .kbm/demo-targets fuzz-shapes; do
@@ -48,7 +48,8 @@ for step in "$@"; do
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
         kb-pool)  # the KernelBench pool's kill matrix, as far as the call's budget reaches; resumable
             for source in kernelbench kbv fuzz; do
-                timeout -s INT "$(left)" python3 -m kbm_toolkit --store ${KB_STORE:-.kbm/kb.db} --kernelbench third_party/KernelBench \
+                [ "$(left)" -gt 30 ] || break
+                timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store ${KB_STORE:-.kbm/kb.db} --kernelbench third_party/KernelBench \
                     run --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1; echo "kb run --inputs $source: exit $?"
             done
             python3 -c "import sqlite3; sqlite3.connect('${KB_STORE:-.kbm/kb.db}').execute('pragma wal_checkpoint(TRUNCATE)')"

@@ -7,8 +7,8 @@ OUT=${OUT:-/tmp/kbm-out}
 BUDGET=${BUDGET:-3600}
 mkdir -p "$OUT"
 begin=$(date +%s)
-left() { echo $(( BUDGET - ($(date +%s) - begin) )); }
-kbm() { timeout -s INT "$(left)" python3 -m kbm_toolkit "$@"; }
+left() { local l=$(( BUDGET - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
+kbm() { timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit "$@"; }
 export PYTHONUNBUFFERED=1
 A="$OUT/demo-whole.db"
 B=/tmp/demo-resumed.db
