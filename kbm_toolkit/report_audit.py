@@ -43,7 +43,9 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
     if "vs" in report:
         vs = report["vs"]
         console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])}): {vs['gain_points']:+.1f} points = "
-                      f"{vs['inputs_points']:+.1f} from inputs {vs['tolerance_points']:+.1f} from tolerance")
+                      f"{vs['inputs_points']:+.1f} from inputs {vs['tolerance_points']:+.1f} from tolerance; "
+                      f"kills {vs['survivors_killed']} of the {vs['survivors']} witnessed mutants {vs['protocol']} misses"
+                      + (f" ({_pct(vs['survivors_killed_pct'])})" if vs["survivors"] else ""))
     if report["families"]:
         table = Table(title="By family", title_justify="left")
         for col in ("family", "witnessed", "missed", "missed %"):

@@ -198,9 +198,15 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         mixed = run_protocol(vs, matrices, tolerance=vs.tolerance, inputs_of=protocol)
         def pct(r: ProtocolResult) -> float:
             return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
+        # the knowledge-ladder figure: how many of the mutants `vs` lets through this protocol kills
+        survivors = {k: w - other.detected.get(k, set()) for k, w in wit.items()}
+        n_survivors = sum(len(s) for s in survivors.values())
+        killed = sum(len(s & mine.detected.get(k, set())) for k, s in survivors.items())
         report["vs"] = {"protocol": vs.name, "detection_pct": pct(other),
                         "gain_points": pct(mine) - pct(other),
-                        "inputs_points": pct(mixed) - pct(other), "tolerance_points": pct(mine) - pct(mixed)}
+                        "inputs_points": pct(mixed) - pct(other), "tolerance_points": pct(mine) - pct(mixed),
+                        "survivors": n_survivors, "survivors_killed": killed,
+                        "survivors_killed_pct": 100.0 * killed / n_survivors if n_survivors else None}
     return report
 
 

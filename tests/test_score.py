@@ -81,6 +81,9 @@ def test_the_gain_splits_into_inputs_and_tolerance(matrices: list) -> None:
     assert vs["gain_points"] == pytest.approx(200 / 3)
     assert vs["inputs_points"] == pytest.approx(100 / 3)      # C: reached only by a hidden input
     assert vs["tolerance_points"] == pytest.approx(100 / 3)   # B: seen only at 1e-3
+    assert (vs["survivors"], vs["survivors_killed"]) == (2, 2)  # B and C, which the official check lets through
+    back = audit(KB, matrices, [KB, KBV], vs=KBV)["vs"]
+    assert (back["survivors"], back["survivors_killed"], back["survivors_killed_pct"]) == (0, 0, None)
 
 
 def test_rescoring_at_another_tolerance_keeps_the_denominator(matrices: list) -> None:
