@@ -77,6 +77,7 @@ def main() -> None:
         wall = time.perf_counter() - start
         run_id = store.db.execute("select max(id) from runs where kind = 'evaluate'").fetchone()[0]
         result = {**analyse(store, run_id, wall), "restarts": summary.restarts,
+                  "waited_for_workers_s": round(summary.waited_s, 1),
                   "quarantined": len(summary.quarantined), "problems": len(problems), "gpu": env.get("gpu")}
     print(json.dumps(result))
     if args.json:
@@ -84,7 +85,8 @@ def main() -> None:
     print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
           f"launches {result['share_in_launches']:.1%}, references and correct kernel "
           f"{result['share_in_references']:.1%}, overhead {result['share_overhead']:.1%}"
-          + (f"; {result['restarts']} worker restarts" if "restarts" in result else ""))
+          + (f"; {result['restarts']} worker restarts, {result['waited_for_workers_s']} s waiting for one to start"
+             if "restarts" in result else ""))
 
 
 if __name__ == "__main__":

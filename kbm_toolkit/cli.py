@@ -378,7 +378,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
             on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"))
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
-               f"{summary.restarts} worker restarts.")
+               f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     if any(v != "done" for v in summary.problems.values()):
         sys.exit(ExitCode.RUN_INCOMPLETE)
 

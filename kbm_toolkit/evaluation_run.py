@@ -29,7 +29,7 @@ from kbm_toolkit.substrates import Substrate, substrate_for
 from kbm_toolkit.workers import Worker
 
 TARGET = "kbm_toolkit.evaluate:evaluate_task"
-SPARES = 4
+SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
 PHASE_TIMEOUT_S = 900.0
 """Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
@@ -57,6 +57,8 @@ class ProblemPlan:
 class RunSummary:
     cells: int = 0
     restarts: int = 0
+    waited_s: float = 0.0
+    """Time the GPU workers spent waiting for a child to finish starting (no warm spare left)."""
     quarantined: list[str] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)
 
@@ -313,6 +315,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         store.record_cells(run_id, batch)
         summary.cells += len(batch)
         summary.restarts = sum(w.restarts for w in workers)
+        summary.waited_s = sum(w.waited_s for w in workers)
         for w in workers:
             w.close()
     store.finish_run(run_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import multiprocessing as mp
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -23,6 +24,10 @@ class Reply:
     """`ok`, `error` (the task raised), `crash` (the worker died) or `timeout` (it was killed)."""
     value: Any = None
     message: str = ""
+
+
+READY_TIMEOUT_S = 600.0
+"""A child that has not finished starting (imports, CUDA context, warm-up) by then is broken."""
 
 
 def _load(target: str) -> Callable[..., Any]:
@@ -39,6 +44,7 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -
     fn = _load(target)
     if warm:
         _load(warm)()  # e.g. import torch and create the CUDA context before any task arrives
+    conn.send(("ready", None, ""))
     while True:
         try:
             task = conn.recv()
@@ -80,6 +86,8 @@ class Worker:
         self._spares: list[tuple[Any, Any]] = []
         self._dying: list[Any] = []
         self.restarts = 0
+        self.waited_s = 0.0
+        """Time spent waiting for a child to finish starting: spares too few or too slow to warm."""
 
     def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
@@ -91,9 +99,18 @@ class Worker:
     def _start(self) -> None:
         self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
         self._spares = [s for s in self._spares if s[0].is_alive()]
-        self._proc, self._conn = self._spares.pop(0) if self._spares else self._spawn()
+        ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
+        chosen = ready[0] if ready else self._spares[0] if self._spares else None
+        if chosen is not None:
+            self._spares.remove(chosen)
+        self._proc, self._conn = chosen or self._spawn()
         while len(self._spares) < self.spares:
             self._spares.append(self._spawn())
+        start = time.monotonic()
+        if not self._conn.poll(READY_TIMEOUT_S):
+            raise EOFError("the worker did not finish starting")
+        self._conn.recv()  # `ready`; EOFError if it died starting
+        self.waited_s += time.monotonic() - start
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""
@@ -107,11 +124,11 @@ class Worker:
         deadline can follow what the worker said it is doing. A dead worker ends the stream with
         `crash`, an overrunning one is killed and ends it with `timeout`; either is replaced.
         """
-        if self._proc is None or not self._proc.is_alive():
-            if self._proc is not None:
-                self.restarts += 1
-            self._start()
         try:
+            if self._proc is None or not self._proc.is_alive():
+                if self._proc is not None:
+                    self.restarts += 1
+                self._start()
             self._conn.send(task)
             while True:
                 wait = timeout() if callable(timeout) else timeout
