@@ -60,6 +60,17 @@ class Context:
 
         return Store(self.store_path or default_store_path())
 
+    def read_store(self) -> Any:
+        """The store reports read: yours, else (no --store, and yours holds no cells) the shipped one."""
+        from kbm_toolkit.paths import embedded_store_path
+        from kbm_toolkit.store import Store
+
+        path = self.resolved_store_path()
+        if self.store_path is None and embedded_store_path().is_file():
+            if not path.is_file() or Store(path).db["cells"].count == 0:
+                return Store(embedded_store_path(), readonly=True)
+        return Store(path)
+
     def resolved_store_path(self) -> Path:
         from kbm_toolkit.paths import default_store_path
 
@@ -415,7 +426,7 @@ def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str 
     from kbm_toolkit.score import load_matrices, run_protocol
     from kbm_toolkit.suite import budget_curve, emit_protocol
 
-    store = obj.store()
+    store = obj.read_store()
     matrices = load_matrices(store)
     base = run_protocol(load_protocol(baseline), matrices, tolerance)
     budgets = list(range(1, max(5, budget) + 1))
@@ -498,7 +509,7 @@ def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
     from kbm_toolkit.export import stryker_report
     from kbm_toolkit.plugins import all_protocols, load_protocol
 
-    report = stryker_report(obj.store(), load_protocol(adapter), all_protocols(), obj.problems().problems())
+    report = stryker_report(obj.read_store(), load_protocol(adapter), all_protocols(), obj.problems().problems())
     text = json.dumps(report, indent=1)
     if out:
         Path(out).write_text(text)
@@ -525,7 +536,7 @@ def report(obj: Context, out: str, adapters: tuple[str, ...]) -> None:
     from kbm_toolkit.report_audit import provenance
     from kbm_toolkit.report_figures import write_report
 
-    store = obj.store()
+    store = obj.read_store()
     protocols = [load_protocol(a) for a in adapters] if adapters else all_protocols()
     page = write_report(store, protocols, Path(out))
     click.echo(f"{provenance(store)}\nwrote {page}")
@@ -543,13 +554,10 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None
 
     Example: kbm tui ~/.local/share/kbm/kbm.db
     """
-    from kbm_toolkit.paths import embedded_store_path
     from kbm_toolkit.plugins import all_protocols, load_protocol
     from kbm_toolkit.tui.app import KbmApp
 
-    path = Path(store_path) if store_path else obj.resolved_store_path()
-    if not path.is_file():
-        path = embedded_store_path()
+    path = Path(store_path) if store_path else obj.read_store().path
     protocols = [load_protocol(a) for a in adapters] if adapters else all_protocols()
     KbmApp(path, protocols).run()
 
@@ -613,14 +621,11 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     from kbm_toolkit.report_audit import print_audit, provenance
     from kbm_toolkit.score import audit as run_audit
     from kbm_toolkit.score import load_matrices, to_json
-    from kbm_toolkit.store import Store
 
     protocol = load_protocol(adapter)
     other = load_protocol(vs) if vs else None
     deno = [load_protocol(d) for d in denominator] if denominator else all_protocols()
-    store = obj.store()
-    if store.db["cells"].count == 0 and obj.store_path is None and embedded_store_path().is_file():
-        store = Store(embedded_store_path(), readonly=True)
+    store = obj.read_store()
     report = run_audit(protocol, load_matrices(store), deno, tolerance, other)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and not no_run and store.path != embedded_store_path():

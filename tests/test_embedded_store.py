@@ -62,3 +62,20 @@ def test_protocols_with_more_inputs_detect_at_least_as_much(fresh_user: CliRunne
 def test_the_kbv_decomposition_adds_up(fresh_user: CliRunner) -> None:
     vs = audit(fresh_user, "--adapter", "kbv", "--vs", "kernelbench")["vs"]
     assert vs["inputs_points"] + vs["tolerance_points"] == pytest.approx(vs["gain_points"])
+
+
+def test_every_audit_json_key_is_documented_in_the_readme(fresh_user: CliRunner) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    report = audit(fresh_user, "--adapter", "kbv", "--vs", "kernelbench")
+    undocumented = [k for k in [*report, *report["vs"]] if f"`{k}`" not in readme]
+    assert not undocumented
+
+
+def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_user: CliRunner) -> None:
+    result = fresh_user.invoke(cli, ["suite", "--budget", "2"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: [float(v.rstrip("%")) for v in line.split()[-6:]]
+            for line in result.output.splitlines() if line.startswith(("full", "held"))}
+    for b1, b2, *_, official in rows.values():
+        assert b2 >= b1 and b2 > official
+    assert rows["held-out"][1] <= rows["full"][1] + 1e-9 or rows["held-out"][1] > 0
