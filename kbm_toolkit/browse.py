@@ -74,7 +74,7 @@ class Overview:
 
 def overview(store: Any, protocols: list[Protocol]) -> Overview:
     """Score every protocol once; the screens slice the result."""
-    matrices = load_matrices(store)
+    matrices = load_matrices(store, floor=min((p.tolerance for p in protocols), default=None))
     results = [run_protocol(p, matrices) for p in protocols]
     return Overview(protocols, {mx.problem.key: mx for mx in matrices}, witnessed(results),
                     {r.protocol: r.detected for r in results},

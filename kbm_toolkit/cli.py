@@ -626,11 +626,13 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     other = load_protocol(vs) if vs else None
     deno = [load_protocol(d) for d in denominator] if denominator else all_protocols()
     store = obj.read_store()
-    report = run_audit(protocol, load_matrices(store), deno, tolerance, other)
+    judged = [p.tolerance for p in [protocol, *deno, *([other] if other else [])]] + ([tolerance] if tolerance else [])
+    floor = min(judged)  # cells passing at or under every tolerance used cannot change the audit
+    report = run_audit(protocol, load_matrices(store, floor), deno, tolerance, other)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and not no_run and store.path != embedded_store_path():
         if _fill_missing(obj, store, protocol, missing):
-            report = run_audit(protocol, load_matrices(store), deno, tolerance, other)
+            report = run_audit(protocol, load_matrices(store, floor), deno, tolerance, other)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

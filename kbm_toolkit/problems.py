@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import operator
 import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from kbm_toolkit.errors import ProblemError
 from kbm_toolkit.paths import data_dir
@@ -57,6 +58,12 @@ class Problem:
     def source_hash(self) -> str:
         """sha256 of the file, to notice when a checkout changes under stored results."""
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    def constants(self) -> dict[str, Any]:
+        """The module constants; read without running the file (or importing torch) when every
+        one is plain arithmetic on literals, as in KernelBench's files."""
+        static = _static_constants(self.source)
+        return static if static is not None else self.load().constants
 
     def load(self, overrides: dict[str, Any] | None = None) -> "ProblemModule":
         """Execute the file in a fresh namespace, with module constants overridden."""
@@ -156,18 +163,36 @@ def set_seed(seed: int) -> None:
 def trial_seeds(count: int, seed: int = TRIAL_SEED) -> list[int]:
     """The per-trial seeds the official check draws: `randint(0, 2**32 - 1)` after seeding 42.
 
-    Drawn from a private generator seeded like torch's default one (the same sequence), so asking
-    leaves the global RNG alone; cached, since protocols ask for every problem.
+    Drawn from a private copy of torch's CPU generator (the same sequence), so asking leaves the
+    global RNG alone and needs no torch; cached, since protocols ask for every problem.
     """
     return list(_trial_seeds(count, seed))
 
 
 @lru_cache(maxsize=64)
 def _trial_seeds(count: int, seed: int) -> tuple[int, ...]:
-    import torch
+    # torch's CPU generator is MT19937 seeded with init_genrand; randint(0, 2**32 - 1) takes one
+    # 64-bit draw (two outputs) modulo the range. Done here in Python so that scoring, which names
+    # inputs by their seeds, never imports torch; a test checks it against torch itself.
+    outputs = _mt19937(seed)
+    span = 2**32 - 1
+    return tuple(((next(outputs) << 32) | next(outputs)) % span for _ in range(count))
 
-    g = torch.Generator().manual_seed(seed)
-    return tuple(int(torch.randint(0, 2**32 - 1, (1,), generator=g).item()) for _ in range(count))
+
+def _mt19937(seed: int) -> Iterator[int]:
+    """The 32-bit outputs of MT19937 initialised with `seed` (init_genrand)."""
+    state = [seed & 0xFFFFFFFF]
+    for i in range(1, 624):
+        state.append((1812433253 * (state[-1] ^ (state[-1] >> 30)) + i) & 0xFFFFFFFF)
+    while True:
+        for i in range(624):
+            y = (state[i] & 0x80000000) | (state[(i + 1) % 624] & 0x7FFFFFFF)
+            state[i] = state[(i + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+        for y in state:
+            y ^= y >> 11
+            y ^= (y << 7) & 0x9D2C5680
+            y ^= (y << 15) & 0xEFC60000
+            yield y ^ (y >> 18)
 
 
 def _constant_names(tree: ast.Module) -> list[str]:
@@ -209,6 +234,52 @@ def _override_constants(tree: ast.Module, overrides: dict[str, Any]) -> ast.Modu
             body.append(ast.copy_location(ast.Assign(targets=[target], value=value), node))
     tree = ast.Module(body=body, type_ignores=[])
     return ast.fix_missing_locations(tree)
+
+
+_STATIC_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+               ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+@lru_cache(maxsize=1024)
+def _static_constants(source: str) -> dict[str, Any] | None:
+    """The module constants as running the file would leave them, or None when that needs running it."""
+    tree = ast.parse(source)
+    env: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) or (
+                isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            continue  # defines nothing a constant could depend on
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            return None  # a loop, an augmented assignment...: only running the file tells
+        try:
+            value = _static_value(node.value, env)
+        except (KeyError, TypeError, ValueError, ArithmeticError):
+            return None
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+            if isinstance(target, ast.Name):
+                env[target.id] = value
+            elif isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts) \
+                    and isinstance(value, (tuple, list)) and len(value) == len(target.elts):
+                env.update({e.id: v for e, v in zip(target.elts, value)})
+            else:
+                return None
+    return {name: env[name] for name in _constant_names(tree) if _is_constant_value(env.get(name))}
+
+
+def _static_value(node: ast.AST, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _STATIC_OPS:
+        return _STATIC_OPS[type(node.op)](_static_value(node.operand, env))
+    if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_OPS:
+        return _STATIC_OPS[type(node.op)](_static_value(node.left, env), _static_value(node.right, env))
+    if isinstance(node, (ast.Tuple, ast.List)):
+        values = [_static_value(e, env) for e in node.elts]
+        return tuple(values) if isinstance(node, ast.Tuple) else values
+    raise ValueError("not plain arithmetic on literals")
 
 
 def _is_constant_value(value: Any) -> bool:

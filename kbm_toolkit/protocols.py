@@ -66,6 +66,8 @@ class Protocol:
     hook: Callable[..., list[dict[str, Any]]] | None = field(default=None, compare=False)
     config: dict[str, Any] = field(default_factory=dict, compare=False)
     path: str = ""
+    _specs: dict[tuple[str, str], list[InputSpec]] = field(default_factory=dict, compare=False, repr=False)
+    """specs() per problem: scoring asks for every problem under every protocol, often repeatedly."""
 
     def applies_to(self, problem: Problem) -> bool:
         """Whether the protocol checks `problem` (`exclude` takes keys or `level/id`)."""
@@ -73,6 +75,12 @@ class Protocol:
 
     def specs(self, problem: Problem) -> list[InputSpec]:
         """The protocol's input specs for `problem`, in order, without duplicates."""
+        key = (problem.key, str(problem.path))
+        if key not in self._specs:
+            self._specs[key] = self._make_specs(problem)
+        return list(self._specs[key])
+
+    def _make_specs(self, problem: Problem) -> list[InputSpec]:
         if not self.applies_to(problem):
             return []
         records: list[dict[str, Any]] = []
@@ -80,7 +88,7 @@ class Protocol:
             if entry.get("problem", problem.key) == problem.key:
                 records += _expand(entry)
         if self.hook is not None:  # only hooks need the problem file itself
-            constants = problem.load().constants
+            constants = problem.constants()
             for extra in self.hook(problem, constants, self.config):
                 records.append({"seed_index": self.config.get("seed_index", 0), **extra})
         if not records:

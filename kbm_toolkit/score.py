@@ -33,12 +33,35 @@ class Matrix:
     mutants: dict[str, dict[str, Any]]
     checks: dict[str, dict[str, Any]]
     cells: dict[tuple[str, str], tuple[str, float | None]]
+    """(mutant, input) -> (outcome, margin); all of them, or only those that can kill (see load_matrices)."""
+    evaluated: dict[str, int] = field(default_factory=dict)
+    """Input -> how many of the mutants have a cell on it (passing or not)."""
+    _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
+    _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
+
+    def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
+        """The cells of one input, by mutant."""
+        if self._columns is None:
+            columns: dict[str, dict[str, tuple[str, float | None]]] = defaultdict(dict)
+            for (m, i), cell in self.cells.items():
+                columns[i][m] = cell
+            self._columns = dict(columns)
+        return self._columns.get(input_id, {})
+
+    def killed(self, input_id: str, t: float) -> set[str]:
+        """Mutants the input kills at tolerance t; once per input and tolerance, as the protocols
+        share most inputs."""
+        if (input_id, t) not in self._killed:
+            self._killed[(input_id, t)] = {m for m, cell in self.column(input_id).items() if _killed(cell, t)}
+        return self._killed[(input_id, t)]
 
 
-def load_matrices(store: Any) -> list[Matrix]:
+def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
     """Every refereeable problem that has distinct mutants, with what the store knows about it.
 
-    Three queries in all (mutants, checks, cells), whatever the number of problems.
+    Four queries in all, whatever the number of problems. With `floor`, cells that pass with a
+    margin at or under it are left out: they kill at no tolerance >= floor, and on a real pool
+    they are most of the cells (scoring protocols needs only the others).
     """
     problems = {r["key"]: r for r in store.db["problems"].rows}
     mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -51,12 +74,19 @@ def load_matrices(store: Any) -> list[Matrix]:
     for r in store.db.query("select k.*, i.problem from input_checks k join inputs i on i.id = k.input"):
         if r["substrate_hash"] in hashes.get(r["problem"], ()):
             checks[r["problem"]][r["input"]] = r
+    distinct = "join mutants m on m.id = c.mutant where m.status = 'distinct'"
+    evaluated: dict[str, dict[str, int]] = defaultdict(dict)
+    for input_id, problem, n in store.db.execute(f"select c.input, m.problem, count(*) from cells c {distinct} "
+                                                 "group by c.input, m.problem"):
+        evaluated[problem][input_id] = n
     cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
+    quiet = "" if floor is None else " and not (c.outcome = 'pass' and c.margin is not null and c.margin <= :floor)"
     for mutant, input_id, outcome, margin, problem in store.db.execute(
-            "select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c "
-            "join mutants m on m.id = c.mutant where m.status = 'distinct'"):
+            f"select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c {distinct}{quiet}",
+            {"floor": floor}):
         cells[problem][(mutant, input_id)] = (outcome, margin)
-    return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k]) for k in sorted(mutants)]
+    return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k], evaluated[k])
+            for k in sorted(mutants)]
 
 
 def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
@@ -120,16 +150,13 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
                                                 "margin": check["margin"], "note": check["note"]})
                 continue
             valid.append(spec.id)
-        detected = set()
-        for m in mx.mutants:
-            for i in valid:
-                cell = mx.cells.get((m, i))
-                if cell is None:
-                    result.missing_cells[key] = result.missing_cells.get(key, 0) + 1
-                elif _killed(cell, t):
-                    detected.add(m)
-                    break
-        result.detected[key] = detected
+        detected: set[str] = set()
+        for i in valid:
+            detected |= mx.killed(i, t)
+            missing = len(mx.mutants) - mx.evaluated.get(i, 0)
+            if missing:
+                result.missing_cells[key] = result.missing_cells.get(key, 0) + missing
+        result.detected[key] = detected & mx.mutants.keys()
     return result
 
 

@@ -79,3 +79,16 @@ def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_
     for b1, b2, *_, official in rows.values():
         assert b2 >= b1 and b2 > official
     assert rows["held-out"][1] <= rows["full"][1] + 1e-9 or rows["held-out"][1] > 0
+
+
+def test_leaving_out_quiet_cells_changes_no_score() -> None:
+    from kbm_toolkit.plugins import all_protocols
+    from kbm_toolkit.score import load_matrices, run_protocol
+
+    store = Store(embedded_store_path(), readonly=True)
+    protocols = all_protocols()
+    full, lean = load_matrices(store), load_matrices(store, floor=min(p.tolerance for p in protocols))
+    assert sum(len(m.cells) for m in lean) < sum(len(m.cells) for m in full)
+    for p in protocols:
+        a, b = run_protocol(p, full), run_protocol(p, lean)
+        assert (a.detected, a.missing_cells, a.false_rejections) == (b.detected, b.missing_cells, b.false_rejections)

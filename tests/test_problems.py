@@ -22,6 +22,18 @@ def test_trial_seeds_follow_the_official_draw() -> None:
     assert len(set(expected)) == 5
 
 
+def test_seeds_are_torchs_draws_without_torch() -> None:
+    import subprocess
+    import sys
+
+    g = torch.Generator().manual_seed(7)
+    assert trial_seeds(3, seed=7) == [torch.randint(0, 2**32 - 1, (1,), generator=g).item() for _ in range(3)]
+    torch.manual_seed(42)
+    assert trial_seeds(700)[-5:] == [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(700)][-5:]
+    code = "import sys; from kbm_toolkit.problems import trial_seeds; trial_seeds(105); print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
 def test_weights_are_drawn_once_under_seed_42(fixture_set: ProblemSet) -> None:
     module = fixture_set.get("good/1").load()
     a, b = module.build_model(), module.build_model()
@@ -142,3 +154,31 @@ def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
 
     with pytest.raises(ProblemError, match="cannot read the problem file"):
         Problem("level1/1_Gone", "level1", 1, "Gone", tmp_path / "1_Gone.py", "kernelbench").load()
+
+
+def test_constants_read_without_running_agree_with_running_the_file(kernelbench_problems: ProblemSet) -> None:
+    from kbm_toolkit.problems import _static_constants
+
+    read = 0
+    problems = kernelbench_problems.select()  # the built-in set, plus KernelBench's when checked out
+    for problem in problems:
+        static = _static_constants(problem.source)
+        if static is not None:
+            read += 1
+            try:
+                ran = problem.load().constants
+            except ProblemError:  # a level-3 file needing a package this machine lacks
+                continue
+            assert static == ran, problem.key
+    assert read >= len(problems) * 0.9  # the files are plain enough to read
+
+
+def test_constants_fall_back_to_running_the_file_when_they_need_it(tmp_path) -> None:
+    from kbm_toolkit.problems import Problem
+
+    path = tmp_path / "1_Computed.py"
+    path.write_text("import math\nimport torch\nN = int(math.sqrt(16))\nM = N * 2\n"
+                    "class Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                    "def get_inputs():\n    return [torch.ones(N)]\ndef get_init_inputs():\n    return []\n")
+    problem = Problem("t/1_Computed", "t", 1, "Computed", path, "test")
+    assert problem.constants() == {"N": 4, "M": 8}
