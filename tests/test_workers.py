@@ -105,14 +105,12 @@ def test_a_spare_worker_replaces_a_crashed_one_at_once() -> None:
     assert after.value["pid"] == spare_pid != first.value["pid"]
 
 
-def test_spares_take_over_in_order_through_a_burst_of_crashes() -> None:
+def test_spares_take_over_through_a_burst_of_crashes() -> None:
     with Worker(TARGET, spares=2) as worker:
         worker.run({"do": "echo", "value": 0}, timeout=60)
-        queued = [p.pid for p, _ in worker._spares]
-        pids = []
-        for _ in range(2):
+        for _ in range(3):
+            standing = {p.pid for p, _ in worker._spares}
             worker.run({"do": "crash"}, timeout=60)
-            pids.append(worker.run({"do": "echo", "value": 1}, timeout=60).value["pid"])
-        assert len(worker._spares) == 2  # topped up after each swap
+            assert worker.run({"do": "echo", "value": 1}, timeout=60).value["pid"] in standing  # no cold start
+            assert len(worker._spares) == 2  # topped up after each swap
         assert worker.waited_s > 0  # the first child's start, at least
-    assert set(pids) == set(queued) and len(set(pids)) == 2  # warm spares took over, no cold start
