@@ -3,7 +3,8 @@
 #   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
-#                                           kb-pool (needs $KB_STORE, default .kbm/kb.db, gated and mutated; returns kb.db.gz)
+#                                           kb-pool (needs $KB_STORE, default .kbm/kb.db, gated and mutated; returns kb.db.gz;
+#                                           GPUS=2 on an nvidia-h200-x2)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -50,7 +51,8 @@ for step in "$@"; do
             for source in kernelbench kbv fuzz; do
                 [ "$(left)" -gt 30 ] || break
                 timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store ${KB_STORE:-.kbm/kb.db} --kernelbench third_party/KernelBench \
-                    run --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1; echo "kb run --inputs $source: exit $?"
+                    run --gpus "${GPUS:-1}" --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1
+                echo "kb run --inputs $source: exit $?; $(tail -n1 "$OUT/logs/kb-run-$source.txt")"
             done
             python3 -c "import sqlite3; sqlite3.connect('${KB_STORE:-.kbm/kb.db}').execute('pragma wal_checkpoint(TRUNCATE)')"
             gzip -c ${KB_STORE:-.kbm/kb.db} > "$OUT/kb.db.gz" ;;

@@ -133,3 +133,26 @@ def test_a_run_killed_halfway_resumes_to_the_same_matrix(tmp_path: Path) -> None
                    env=env, check=True, timeout=300)
     resumed, reference = cells(Store(tmp_path / "part.db")), cells(Store(tmp_path / "whole.db"))
     assert resumed == reference and len(resumed) == total
+
+
+def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import kbm_toolkit.cli as cli_module
+    import kbm_toolkit.evaluation_run as evaluation_run
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    store.close()
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU"})
+    real = evaluation_run.run_evaluation
+    monkeypatch.setattr(evaluation_run, "run_evaluation",
+                        lambda *a, **k: real(*a, target=FAKE, deadline=fast_deadline, **k))
+    result = CliRunner().invoke(cli_module.cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench",
+                                                 "--denominator", "kernelbench", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert not report["missing"]["cells"] and report["witnessed"] > 0
+    assert "fake GPU" in report["provenance"]
+    assert Store(tmp_path / "s.db").db["cells"].count == len(ids) * 6  # the probe and five official trials
