@@ -563,6 +563,67 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None
 
 
 @cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--adapter", "-a", "adapter", default="kernelbench", show_default=True,
+              help="The protocol whose inputs and tolerance are checked.")
+@click.option("--level", help="Every problem of this level that has a substrate.")
+@click.pass_obj
+def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str | None) -> None:
+    """Check that a protocol can referee each problem: the reference against its own fp64 evaluation.
+
+    Evaluates each problem's reference in fp32 and in fp64 on the protocol's inputs (on the GPU
+    when there is one, else on the CPU) and flags problems whose fp32 reference misses fp64 by more
+    than the tolerance, and problems whose output is within the tolerance of zero on every input
+    (an all-zeros kernel passes). `kbm audit` leaves flagged problems out of its scores and lists
+    them. Checks already stored are kept, so the command resumes.
+
+    Example: kbm refcheck -a kbv --level demo
+    """
+    from dataclasses import asdict
+    from types import SimpleNamespace
+
+    from kbm_toolkit.evaluation_run import PHASE_TIMEOUT_S
+    from kbm_toolkit.plugins import load_protocol
+    from kbm_toolkit.refcheck import TARGET, flags
+    from kbm_toolkit.workers import Worker
+
+    protocol = load_protocol(adapter)
+    store = obj.store()
+    selected = obj.substrate_problems(problems, level)
+    env = device_env()
+    device = "cuda" if env.get("cuda") else "cpu"
+    run_id = store.start_run("refcheck", env)
+    done = set(store.reference_checks())
+    with Worker(TARGET) as worker:
+        for problem in selected:
+            specs = [s for s in protocol.specs(problem) if s.id not in done]
+            if not specs:
+                continue
+            store.record_problem(problem)
+            store.record_inputs(specs, protocol.name)
+            task = {"problem": {**asdict(problem), "path": str(problem.path)}, "specs": [s.record() for s in specs],
+                    "device": device}
+            for reply in worker.stream(task, timeout=PHASE_TIMEOUT_S):
+                if reply.status == "item":
+                    store.record_reference_check(run_id, reply.value)
+                elif reply.status != "ok":
+                    click.echo(f"{problem.key}: {reply.status}: {(reply.message or '').splitlines()[:1]}", err=True)
+    store.finish_run(run_id)
+    checks = store.reference_checks()
+    flagged = flags(protocol, [SimpleNamespace(problem=p, checks={}) for p in selected], checks)
+    click.echo(f"{protocol.name} at {protocol.tolerance:g}, references in fp32 against fp64 on the {device.upper()}:")
+    for problem in selected:
+        rows = [checks[s.id] for s in protocol.specs(problem) if s.id in checks]
+        worst = max((r["fp64_margin"] or 0.0 for r in rows), default=0.0)
+        largest = max((r["ref_abs_max"] or 0.0 for r in rows), default=0.0)
+        click.echo(f"{'flag' if problem.key in flagged else 'ok':<5} {problem.key:<48} {len(rows)} inputs, "
+                   f"fp64 margin {worst:.1e}, max |ref| {largest:.1e}"
+                   + (f": {flagged[problem.key]}" if problem.key in flagged else ""))
+    click.echo(f"{len(flagged)} of {len(selected)} problems cannot be refereed by {protocol.name}; "
+               "kbm audit leaves them out.")
+
+
+@cli.command()
 @click.argument("others", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.pass_obj
 def merge(obj: Context, others: tuple[str, ...]) -> None:
@@ -618,6 +679,7 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     """
     from kbm_toolkit.paths import embedded_store_path
     from kbm_toolkit.plugins import all_protocols, load_protocol
+    from kbm_toolkit.refcheck import flags as reference_flags
     from kbm_toolkit.report_audit import print_audit, provenance
     from kbm_toolkit.score import audit as run_audit
     from kbm_toolkit.score import load_matrices, to_json
@@ -628,11 +690,15 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     store = obj.read_store()
     judged = [p.tolerance for p in [protocol, *deno, *([other] if other else [])]] + ([tolerance] if tolerance else [])
     floor = min(judged)  # cells passing at or under every tolerance used cannot change the audit
-    report = run_audit(protocol, load_matrices(store, floor), deno, tolerance, other)
+    matrices = load_matrices(store, floor)
+    excluded = reference_flags(protocol, matrices, store.reference_checks(), tolerance)
+    report = run_audit(protocol, matrices, deno, tolerance, other, excluded)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and not no_run and store.path != embedded_store_path():
         if _fill_missing(obj, store, protocol, missing):
-            report = run_audit(protocol, load_matrices(store, floor), deno, tolerance, other)
+            matrices = load_matrices(store, floor)
+            excluded = reference_flags(protocol, matrices, store.reference_checks(), tolerance)
+            report = run_audit(protocol, matrices, deno, tolerance, other, excluded)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

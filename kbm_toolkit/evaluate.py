@@ -52,7 +52,8 @@ def warm_up() -> None:
     torch.cuda.synchronize()
 
 
-def _problem(data: dict[str, Any]) -> Problem:
+def problem_from_record(data: dict[str, Any]) -> Problem:
+    """A Problem from the plain record a task carries."""
     return Problem(**{**data, "path": Path(data["path"])})
 
 
@@ -69,7 +70,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from kbm_toolkit.nvrtc import Image
 
     strict_fp32_references()
-    problem = _problem(task["problem"])
+    problem = problem_from_record(task["problem"])
     substrate = Substrate(problem.key, Path(task["substrate"]))
     correct = LoadedKernel(substrate, Image(**task["original"]))
     done = {tuple(p) for p in task.get("done", ())}

@@ -68,6 +68,11 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
     for r in rejections[:10]:
         margin = "inf" if r["margin"] is None else f"{r['margin']:.2e}"
         console.print(f"  {r['problem']}  {r['label']}  margin {margin}" + (f"  ({r['note']})" if r["note"] else ""))
+    if report.get("excluded"):
+        console.print(f"[yellow]Left out[/yellow] (the protocol cannot referee them; `kbm refcheck`): "
+                      f"{len(report['excluded'])} problems")
+        for key, why in list(report["excluded"].items())[:10]:
+            console.print(f"  {key}: {why}")
     for name, problems in report.get("unavailable", {}).items():
         console.print(f"[yellow]{name} could not build inputs for {len(problems)} problems[/yellow] "
                       f"(e.g. {next(iter(problems.values()))}); pass --kernelbench PATH if they are KernelBench's.")

@@ -184,8 +184,15 @@ def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: 
 
 
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
-          tolerance: float | None = None, vs: Protocol | None = None) -> dict[str, Any]:
-    """The audit of `protocol`: detection of witnessed mutants, with its structure."""
+          tolerance: float | None = None, vs: Protocol | None = None,
+          excluded: dict[str, str] | None = None) -> dict[str, Any]:
+    """The audit of `protocol`: detection of witnessed mutants, with its structure.
+
+    Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
+    figure and listed in the report.
+    """
+    excluded = excluded or {}
+    matrices = [mx for mx in matrices if mx.problem.key not in excluded]
     base = [run_protocol(p, matrices) for p in denominator if p.name != protocol.name]
     mine = run_protocol(protocol, matrices, tolerance)
     own = mine if tolerance is None else run_protocol(protocol, matrices)
@@ -219,6 +226,7 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         "false_rejections": mine.false_rejections, "dropped_inputs": mine.dropped,
         "missing": {"checks": mine.missing_checks, "cells": mine.missing_cells},
         "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
+        "excluded": dict(sorted(excluded.items())),
     }
     if vs is not None:
         other = run_protocol(vs, matrices)

@@ -104,6 +104,14 @@ def m005_problem_scoped_mutant_ids(db: sqlite_utils.Database) -> None:
     db.execute("drop table _rekey")
 
 
+@migration
+def m006_reference_checks(db: sqlite_utils.Database) -> None:
+    # kbm refcheck: the fp32 reference against its own fp64 evaluation, per input (not per substrate)
+    db["reference_checks"].create({"input": str, "run": int, "device": str, "fp64_margin": float,
+                                   "ref_abs_max": float, "note": str}, pk="input",
+                                  foreign_keys=[("input", "inputs", "id"), ("run", "runs", "id")])
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -302,6 +310,22 @@ class Store:
             self.db["inputs"].insert_all(({"id": s.id, "problem": s.problem, "label": s.label, "source": source,
                                            "spec": json.dumps(s.record(), sort_keys=True), "created": _now()}
                                           for s in specs), pk="id", ignore=True)
+
+    def record_reference_check(self, run_id: int, row: dict[str, Any]) -> None:
+        """The fp32 reference against its fp64 evaluation on one input (kbm refcheck)."""
+        with self.db.conn:
+            self.db["reference_checks"].upsert({
+                "input": row["input"], "run": run_id, "device": row.get("device"),
+                "fp64_margin": _finite_or_none(row.get("fp64_margin")), "ref_abs_max": row.get("ref_abs_max"),
+                "note": row.get("note")}, pk="input")
+
+    def reference_checks(self) -> dict[str, dict[str, Any]]:
+        """Every stored reference check, by input id (a non-finite fp64 margin reads as +inf)."""
+        def margin(r: dict[str, Any]) -> float | None:
+            off = r["fp64_margin"] is None and (r["note"] or "").startswith("the fp32 reference is")
+            return float("inf") if off else r["fp64_margin"]
+
+        return {r["input"]: {**r, "fp64_margin": margin(r)} for r in self.db["reference_checks"].rows}
 
     def record_input_check(self, substrate_hash: str, run_id: int, check: dict[str, Any]) -> None:
         """The reference's and the correct substrate's result on one input: its validity."""

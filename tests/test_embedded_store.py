@@ -53,10 +53,10 @@ def test_a_fresh_machine_audits_every_builtin_protocol(fresh_user: CliRunner, pr
     assert not report["missing"]["cells"], "the shipped store lacks cells this protocol needs"
 
 
-def test_protocols_with_more_inputs_detect_at_least_as_much(fresh_user: CliRunner) -> None:
-    official, kbv, fuzz = (audit(fresh_user, "--adapter", p) for p in PROTOCOLS)
-    # fuzz is the official five plus more inputs at the same tolerance; kbv adds inputs and tightens it
-    assert fuzz["detected"] >= official["detected"] and kbv["detected"] >= official["detected"]
+def test_more_inputs_at_the_same_tolerance_detect_at_least_as_much(fresh_user: CliRunner) -> None:
+    # fuzz is the official five plus more inputs, judged at the official tolerance
+    vs = audit(fresh_user, "--adapter", "fuzz", "--vs", "kernelbench")["vs"]
+    assert vs["gain_points"] >= 0 and vs["tolerance_points"] == pytest.approx(0)
 
 
 def test_the_kbv_decomposition_adds_up(fresh_user: CliRunner) -> None:
