@@ -355,11 +355,13 @@ def show(obj: Context, mutant_id: str) -> None:
 @click.option("--inputs", "source", default="official", show_default=True,
               help="Input specs: official, gate, or a .toml/.jsonl file of spec records.")
 @click.option("--level", help="Every problem of this level that has mutants.")
-@click.option("--gpus", type=int, default=1, show_default=True, help="GPU workers, one per device.")
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs to use, from device 0.")
+@click.option("--workers", type=int, default=1, show_default=True,
+              help="Workers per GPU, each on its own problems: one restarts after a crash while the others run.")
 @click.option("--arch", help="Compile for this target (default: the device's).")
 @click.option("--no-probe", is_flag=True, help="Skip the tiny-input crash probe.")
 @click.pass_obj
-def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, gpus: int,
+def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, gpus: int, workers: int,
             arch: str | None, no_probe: bool) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
@@ -387,7 +389,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
         summary = run_evaluation(
             store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
-            on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"))
+            on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"), workers_per_gpu=workers)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     if any(v != "done" for v in summary.problems.values()):

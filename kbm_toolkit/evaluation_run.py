@@ -222,8 +222,12 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                    source: str, arch: str, env: dict[str, Any], gpus: int = 1, probe: bool = True,
                    target: str = TARGET, on_progress: Callable[[int, int], None] | None = None,
                    on_problem: Callable[[str, str], None] | None = None, rules: list[Any] | None = None,
-                   deadline: Callable[[float | None], float] = mutant_deadline_s) -> RunSummary:
+                   deadline: Callable[[float | None], float] = mutant_deadline_s,
+                   workers_per_gpu: int = 1) -> RunSummary:
     """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`.
+
+    With `workers_per_gpu` > 1, several workers share each GPU, each on its own problems, so
+    one worker's restart after a crashing mutant leaves the GPU busy with the others.
 
     What the store knows is read first (cheap); compiling is pipelined with the GPU: a planner
     thread compiles one problem's mutants across a process pool while the workers evaluate the
@@ -250,8 +254,9 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     results: queue.Queue = queue.Queue()
     work: queue.Queue = queue.Queue()
     warm = "kbm_toolkit.evaluate:warm_up" if target == TARGET else None
-    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i)} if gpus > 1 else {}, warm=warm, spares=SPARES)
-               for i in range(gpus)]
+    workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i % gpus)} if gpus > 1 else {}, warm=warm,
+                      spares=max(2, SPARES // workers_per_gpu))
+               for i in range(gpus * workers_per_gpu)]
 
     def planner() -> None:
         try:

@@ -4,7 +4,7 @@
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (needs $KB_STORE, default .kbm/kb.db, gated and mutated; returns kb.db.gz;
-#                                           GPUS=2 on an nvidia-h200-x2)
+#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -51,7 +51,7 @@ for step in "$@"; do
             for source in kernelbench kbv fuzz; do
                 [ "$(left)" -gt 30 ] || break
                 timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store ${KB_STORE:-.kbm/kb.db} --kernelbench third_party/KernelBench \
-                    run --gpus "${GPUS:-1}" --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1
+                    run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1
                 echo "kb run --inputs $source: exit $?; $(tail -n1 "$OUT/logs/kb-run-$source.txt")"
             done
             python3 -c "import sqlite3; sqlite3.connect('${KB_STORE:-.kbm/kb.db}').execute('pragma wal_checkpoint(TRUNCATE)')"

@@ -156,3 +156,24 @@ def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeyp
     assert not report["missing"]["cells"] and report["witnessed"] > 0
     assert "fake GPU" in report["provenance"]
     assert Store(tmp_path / "s.db").db["cells"].count == len(ids) * 6  # the probe and five official trials
+
+
+def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
+    store = Store(tmp_path / "s.db")
+    store.record_rules(RULES)
+    for problem in problems:
+        substrate = substrate_for(problem)
+        mutants = generate(substrate, RULES)
+        screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), "sm_90", workers=1)
+        store.record_problem(problem)
+        store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, "sm_90")
+    crasher = next(r["id"] for r in store.mutants("demo/1_LeakyReLU") if r["status"] == "distinct")
+    monkeypatch.setenv("KBM_FAKE", json.dumps({crasher: "crash"}))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    summary = run_evaluation(store, problems, specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
+                             rules=RULES, deadline=fast_deadline, workers_per_gpu=2)
+    assert summary.problems == {p.key: "done" for p in problems}
+    distinct = [r["id"] for p in problems for r in store.mutants(p.key) if r["status"] == "distinct"]
+    assert store.db["cells"].count == len(distinct) * 4  # the probe and three inputs, each once
+    assert cells(store)[(crasher, specs_for(problems[0])[0].id)][0] == "crash"
