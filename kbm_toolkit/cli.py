@@ -581,36 +581,18 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
 
     Example: kbm refcheck -a kbv --level demo
     """
-    from dataclasses import asdict
     from types import SimpleNamespace
 
-    from kbm_toolkit.evaluation_run import PHASE_TIMEOUT_S
     from kbm_toolkit.plugins import load_protocol
-    from kbm_toolkit.refcheck import TARGET, flags
-    from kbm_toolkit.workers import Worker
+    from kbm_toolkit.refcheck import check_references, flags
 
     protocol = load_protocol(adapter)
     store = obj.store()
     selected = obj.substrate_problems(problems, level)
     env = device_env()
     device = "cuda" if env.get("cuda") else "cpu"
-    run_id = store.start_run("refcheck", env)
-    done = set(store.reference_checks())
-    with Worker(TARGET) as worker:
-        for problem in selected:
-            specs = [s for s in protocol.specs(problem) if s.id not in done]
-            if not specs:
-                continue
-            store.record_problem(problem)
-            store.record_inputs(specs, protocol.name)
-            task = {"problem": {**asdict(problem), "path": str(problem.path)}, "specs": [s.record() for s in specs],
-                    "device": device}
-            for reply in worker.stream(task, timeout=PHASE_TIMEOUT_S):
-                if reply.status == "item":
-                    store.record_reference_check(run_id, reply.value)
-                elif reply.status != "ok":
-                    click.echo(f"{problem.key}: {reply.status}: {(reply.message or '').splitlines()[:1]}", err=True)
-    store.finish_run(run_id)
+    for key, why in check_references(store, selected, protocol, env).items():
+        click.echo(f"{key}: the reference check stopped: {why}", err=True)
     checks = store.reference_checks()
     flagged = flags(protocol, [SimpleNamespace(problem=p, checks={}) for p in selected], checks)
     click.echo(f"{protocol.name} at {protocol.tolerance:g}, references in fp32 against fp64 on the {device.upper()}:")

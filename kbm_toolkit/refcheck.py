@@ -58,6 +58,34 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         del inputs, ref, exact
 
 
+def check_references(store: Any, problems: list[Any], protocol: Any, env: dict[str, Any]) -> dict[str, str]:
+    """Store the reference checks `protocol`'s inputs lack, in a worker; return problems that failed."""
+    from dataclasses import asdict
+
+    from kbm_toolkit.evaluation_run import PHASE_TIMEOUT_S
+    from kbm_toolkit.workers import Worker
+
+    device = "cuda" if env.get("cuda") else "cpu"
+    run_id = store.start_run("refcheck", env)
+    done, failed = set(store.reference_checks()), {}
+    with Worker(TARGET) as worker:
+        for problem in problems:
+            specs = [s for s in protocol.specs(problem) if s.id not in done]
+            if not specs:
+                continue
+            store.record_problem(problem)
+            store.record_inputs(specs, protocol.name)
+            task = {"problem": {**asdict(problem), "path": str(problem.path)},
+                    "specs": [s.record() for s in specs], "device": device}
+            for reply in worker.stream(task, timeout=PHASE_TIMEOUT_S):
+                if reply.status == "item":
+                    store.record_reference_check(run_id, reply.value)
+                elif reply.status != "ok":
+                    failed[problem.key] = f"{reply.status}: {(reply.message or 'no message').splitlines()[0]}"
+    store.finish_run(run_id)
+    return failed
+
+
 def flags(protocol: Any, matrices: list[Any], checks: dict[str, dict[str, Any]],
           tolerance: float | None = None) -> dict[str, str]:
     """Problems `protocol` cannot referee at `tolerance` (default its own), with the reason.
