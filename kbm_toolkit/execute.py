@@ -46,6 +46,21 @@ def run_reference(problem: Any, spec: Any, models: dict[tuple, tuple[Any, Any]],
     return model, inputs, ref, (time.perf_counter() - start) * 1000
 
 
+def in_fp64(model: Any) -> Any:
+    """A copy of the reference model with its parameters and buffers in fp64."""
+    import copy
+
+    return copy.deepcopy(model).double()
+
+
+def run_fp64(model64: Any, inputs: list[Any]) -> Any:
+    """The fp64 model on the inputs, floating ones promoted to fp64: the reference's exact answer."""
+    import torch
+
+    with torch.no_grad():
+        return model64(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs])
+
+
 class LoadedKernel:
     """A substrate's launcher bound to one compiled image of its device source."""
 

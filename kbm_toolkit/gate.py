@@ -90,18 +90,12 @@ def fp64_adjudication(model: Any, inputs: list[Any], ref: Any, out: Any, toleran
     is no further off than twice that: the input is past the validity ceiling, where two correct
     fp32 kernels legitimately disagree. Otherwise `value`: the substrate is wrong.
     """
-    import copy
-
-    import torch
-
+    from kbm_toolkit.execute import in_fp64, run_fp64
     from kbm_toolkit.margin import compare
 
-    with torch.no_grad():
-        model64 = copy.deepcopy(model).double()
-        exact = model64(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                          for v in inputs])
-        ref_off = compare(exact, ref.double()).margin
-        sub_off = compare(exact, out.double()).margin
+    exact = run_fp64(in_fp64(model), inputs)
+    ref_off = compare(exact, ref.double()).margin
+    sub_off = compare(exact, out.double()).margin
     words = f"vs fp64: substrate {sub_off:.2e}, fp32 reference {ref_off:.2e}"
     if sub_off <= tolerance:
         return "fp64-pass", words

@@ -19,12 +19,10 @@ TARGET = "kbm_toolkit.refcheck:refcheck_task"
 
 def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Yield, per input spec, the fp32 reference's margin against its fp64 evaluation and max |ref|."""
-    import copy
-
     import torch
 
     from kbm_toolkit.evaluate import problem_from_record
-    from kbm_toolkit.execute import run_reference, strict_fp32_references
+    from kbm_toolkit.execute import in_fp64, run_fp64, run_reference, strict_fp32_references
     from kbm_toolkit.margin import compare
 
     strict_fp32_references()
@@ -46,10 +44,8 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield row
             continue
         if spec.model_key not in doubles:
-            doubles[spec.model_key] = copy.deepcopy(model).double()
-        with torch.no_grad():
-            exact = doubles[spec.model_key](*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point()
-                                              else v for v in inputs])
+            doubles[spec.model_key] = in_fp64(model)
+        exact = run_fp64(doubles[spec.model_key], inputs)
         cmp = compare(exact, ref.double())
         row.update(fp64_margin=cmp.margin, ref_abs_max=float(ref.abs().max()) if ref.numel() else 0.0)
         if cmp.outcome.value != "pass":
