@@ -87,10 +87,10 @@ def _warm_cache(job: tuple[str, str]) -> None:
     compile_source(*job)
 
 
-def plan_problem(problem: Problem, rows: dict[str, dict[str, Any]], specs: list[InputSpec], arch: str,
-                 probe: bool, rules: list[Any] | None = None, pool: Executor | None = None) -> ProblemPlan:
-    """Compile the substrate and the mutants in `rows` (NVRTC, cached; across `pool` when given)."""
-    substrate = substrate_for(problem)
+def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str, dict[str, Any]],
+                 specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None,
+                 pool: Executor | None = None) -> ProblemPlan:
+    """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached; across `pool`)."""
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
     chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows]
     if pool is not None:  # fill the cache in parallel; the loop below then only reads it
@@ -101,7 +101,7 @@ def plan_problem(problem: Problem, rows: dict[str, dict[str, Any]], specs: list[
         mutants.append({"id": m.id, "status": rows[m.id]["status"], "image": asdict(image),
                         "kernel_source": m.kernel_source,
                         "launcher_source": m.launcher_source if m.target == "launcher" else None})
-    return ProblemPlan(problem, substrate, substrate_hash(substrate), asdict(original), mutants,
+    return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
                        probe_spec(problem, substrate) if probe else None, specs)
 
 
@@ -248,7 +248,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         done |= {(m, i) for m in rows for i in invalid}
         views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, probe_input)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
-        jobs.append((problem, rows, specs))
+        jobs.append((problem, substrate, sh, rows, specs))
         hashes[problem.key] = sh
     already = sum(len(v["done"]) for v in views.values())
     results: queue.Queue = queue.Queue()
@@ -261,9 +261,9 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     def planner() -> None:
         try:
             with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) // 2), mp.get_context("spawn")) as pool:
-                for problem, rows, specs in jobs:
+                for problem, substrate, sh, rows, specs in jobs:
                     try:
-                        work.put(plan_problem(problem, rows, specs, arch, probe, rules, pool))
+                        work.put(plan_problem(problem, substrate, sh, rows, specs, arch, probe, rules, pool))
                     except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
                         why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
                         results.put((problem.key, {"kind": "problem", "verdict": f"error: {why}"}))
