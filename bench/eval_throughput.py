@@ -6,7 +6,7 @@ time in references and in the correct kernel, and everything else: building inpu
 the pipe between worker and parent, worker restarts after crashes, and the store.
 
     python bench/eval_throughput.py --store .kbm/demo.db --inputs gate --level demo [--json OUT]
-    python bench/eval_throughput.py --store .kbm/demo.db --analyse-run 3     # an earlier run, no GPU
+    python bench/eval_throughput.py --store .kbm/demo.db --analyse-run last  # a stored run, no GPU
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None) -> dict[str, A
             "median_cell_ms": _median(store, run_id), "outcomes": outcomes}
 
 
+def last_run(store: Any) -> int:
+    """The id of the store's latest evaluate run."""
+    return store.db.execute("select max(id) from runs where kind = 'evaluate'").fetchone()[0]
+
+
 def _median(store: Any, run_id: int) -> float | None:
     rows = [r[0] for r in store.db.execute("select ms from cells where run = ? and ms is not null order by ms", [run_id])]
     return round(rows[len(rows) // 2], 4) if rows else None
@@ -55,14 +60,14 @@ def main() -> None:
     ap.add_argument("--inputs", default="gate", help="spec source, as for kbm run")
     ap.add_argument("--level", default="demo")
     ap.add_argument("--kernelbench")
-    ap.add_argument("--analyse-run", type=int, help="only analyse this stored run")
+    ap.add_argument("--analyse-run", help="only analyse this stored evaluate run (an id, or `last`)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     from kbm_toolkit.store import Store
 
     store = Store(args.store)
     if args.analyse_run is not None:
-        result = analyse(store, args.analyse_run)
+        result = analyse(store, last_run(store) if args.analyse_run == "last" else int(args.analyse_run))
     else:
         from kbm_toolkit.cli import device_env
         from kbm_toolkit.evaluation_run import run_evaluation
@@ -75,8 +80,7 @@ def main() -> None:
         start = time.perf_counter()
         summary = run_evaluation(store, problems, resolve(args.inputs), args.inputs, env["arch"], env)
         wall = time.perf_counter() - start
-        run_id = store.db.execute("select max(id) from runs where kind = 'evaluate'").fetchone()[0]
-        result = {**analyse(store, run_id, wall), "restarts": summary.restarts,
+        result = {**analyse(store, last_run(store), wall), "restarts": summary.restarts,
                   "waited_for_workers_s": round(summary.waited_s, 1),
                   "quarantined": len(summary.quarantined), "problems": len(problems), "gpu": env.get("gpu")}
     print(json.dumps(result))

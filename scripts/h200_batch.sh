@@ -40,7 +40,7 @@ for step in "$@"; do
                 name=$(basename $source)
                 kbm_demo run --inputs $source --level demo > "$OUT/logs/demo-run-$name.txt" 2>&1
                 echo "run --inputs $source: exit $?"
-                python3 bench/eval_throughput.py --store .kbm/demo.db --analyse-run "$(python3 -c "import sqlite3; print(sqlite3.connect('.kbm/demo.db').execute(\"select max(id) from runs where kind='evaluate'\").fetchone()[0])")" \
+                python3 bench/eval_throughput.py --store .kbm/demo.db --analyse-run last \
                     --json "$OUT/logs/throughput-$name.json" | tail -n1
             done
             python3 -c "import sqlite3; sqlite3.connect('.kbm/demo.db').execute('pragma wal_checkpoint(TRUNCATE)')"

@@ -23,8 +23,7 @@ start=$(date +%s)
 kbm --store "$A" run --inputs gate --level demo > "$OUT/demo-run-whole.txt" 2>&1 || echo "run exit $?"
 whole=$(( $(date +%s) - start ))
 echo "uninterrupted run: ${whole}s"
-run_id=$(python3 -c "import sqlite3;print(sqlite3.connect('$A').execute(\"select max(id) from runs where kind='evaluate'\").fetchone()[0])")
-python3 bench/eval_throughput.py --store "$A" --analyse-run "$run_id" --json "$OUT/demo-throughput.json" | tail -n1
+python3 bench/eval_throughput.py --store "$A" --analyse-run last --json "$OUT/demo-throughput.json" | tail -n1
 setsid python3 -m kbm_toolkit --store "$B" run --inputs gate --level demo > "$OUT/demo-run-killed.txt" 2>&1 &
 pid=$!
 sleep $(( whole / 2 > 5 ? whole / 2 : 5 ))
