@@ -353,22 +353,28 @@ def show(obj: Context, mutant_id: str) -> None:
 @cli.command("run")
 @click.argument("problems", nargs=-1)
 @click.option("--inputs", "source", default="official", show_default=True,
-              help="Input specs: official, gate, or a .toml/.jsonl file of spec records.")
+              help="Input specs: official, gate, an adapter, or a .toml/.jsonl file of spec records; "
+                   "several separated by commas.")
 @click.option("--level", help="Every problem of this level that has mutants.")
+@click.option("--sample", type=click.FloatRange(0.0, 1.0, min_open=True),
+              help="Evaluate only this share of each problem's mutants (a fixed draw by id; a larger share "
+                   "extends a smaller one). Scores are then over the sample.")
 @click.option("--gpus", type=int, default=1, show_default=True, help="GPUs to use, from device 0.")
 @click.option("--workers", type=int, default=1, show_default=True,
               help="Workers per GPU, each on its own problems: one restarts after a crash while the others run.")
 @click.option("--arch", help="Compile for this target (default: the device's).")
 @click.option("--no-probe", is_flag=True, help="Skip the tiny-input crash probe.")
+@click.option("--rerun-crashers", is_flag=True,
+              help="Run a mutant on every input even after it crashed or hung on one (each crash costs a restart).")
 @click.pass_obj
-def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, gpus: int, workers: int,
-            arch: str | None, no_probe: bool) -> None:
+def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
+            gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
     was interrupted (Ctrl-C, kill, crash).
 
-    Example: kbm run --inputs official --level demo
+    Example: kbm run --inputs kernelbench,kbv,fuzz --level level1 --sample 0.1
     """
     from kbm_toolkit.evaluation_run import run_evaluation
     from kbm_toolkit.report_mutants import progress_bar
@@ -389,7 +395,8 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
         summary = run_evaluation(
             store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
-            on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"), workers_per_gpu=workers)
+            on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"), workers_per_gpu=workers,
+            sample=sample, rerun_crashers=rerun_crashers)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     if any(v != "done" for v in summary.problems.values()):
@@ -404,8 +411,14 @@ def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> b
     if not env.get("cuda"):
         return False
     click.echo(f"Evaluating the cells {protocol.name} needs on {len(keys)} problems ({env['gpu']})...", err=True)
-    problems = [obj.problems().get(k) for k in keys]
-    run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env)
+    # a problem evaluated on a sample is filled within it; one never evaluated, at the store's widest
+    shares = store.samples()
+    evaluated = store.evaluated_problems()
+    default = max(shares.values()) if shares else None
+    share_of = {k: shares.get(k) if k in evaluated else default for k in keys}
+    for share in sorted(set(share_of.values()), key=lambda f: f or 1.0):
+        problems = [obj.problems().get(k) for k in keys if share_of[k] == share]
+        run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env, sample=share)
     return True
 
 

@@ -74,6 +74,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     substrate = Substrate(problem.key, Path(task["substrate"]))
     correct = LoadedKernel(substrate, Image(**task["original"]))
     done = {tuple(p) for p in task.get("done", ())}
+    stopped: set[str] = set()  # crashed on an earlier input of this task (see evaluation_run._drive)
     checked = set(task.get("checked", ()))
     mutants = task["mutants"]
     kernels: dict[str, LoadedKernel] = {}
@@ -87,12 +88,15 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
     for record in task["specs"]:
         spec = InputSpec.from_record(record)
-        pending = [m for m in mutants if (m["id"], spec.id) not in done]
+        pending = [m for m in mutants if (m["id"], spec.id) not in done and m["id"] not in stopped]
         if not pending and spec.id in checked:
             continue
         check: dict[str, Any] = {"kind": "input", "input": spec.id, "valid": False}
         try:
             model, inputs, ref, check["ref_ms"] = run_reference(problem, spec, models)
+        except torch.OutOfMemoryError:  # about this GPU's load, not the input: leave it unchecked
+            raise KbmError(f"out of GPU memory building input {spec.id} ({spec.label}) and its reference; "
+                           "run again with fewer workers per GPU") from None
         except Exception as e:  # the reference rejects this input: it tests nothing
             check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
             yield check
@@ -126,13 +130,21 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             cell: dict[str, Any] = {"kind": "cell", "mutant": m["id"], "input": spec.id}
             try:
                 start = time.perf_counter()
-                out = kernel_for(m)(model, inputs)
+                try:
+                    out = kernel_for(m)(model, inputs)
+                except torch.OutOfMemoryError:  # maybe another worker's peak: free the cache, try once more
+                    torch.cuda.empty_cache()
+                    start = time.perf_counter()
+                    out = kernel_for(m)(model, inputs)
                 cell["ms"] = (time.perf_counter() - start) * 1000
                 cmp = compare(ref, out)
                 cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs)
                 del out
             except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
                 cell.update(outcome="crash", note=e.line())
+            except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
+                cell.update(outcome="crash", note=f"OutOfMemoryError: {str(e)[:200]}")
+                torch.cuda.empty_cache()
             except Exception as e:  # a CUDA error: the context is gone for good
                 cell.update(outcome="crash", note=f"{type(e).__name__}: {str(e)[:200]}")
                 yield cell
@@ -145,5 +157,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     if isinstance(v, torch.Tensor):
                         v.copy_(s)
                 ref.copy_(ref_saved)
+            if cell["outcome"] == "crash" and not task.get("rerun_crashers"):
+                stopped.add(m["id"])
             yield cell
         del inputs, saved, ref, ref_saved

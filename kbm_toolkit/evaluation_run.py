@@ -10,6 +10,7 @@ deadline (derived from the correct kernel's time on that input) is killed and re
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import os
 import queue
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.inputs import InputSpec
-from kbm_toolkit.mutate import generate, substrate_hash
+from kbm_toolkit.mutate import generate, in_sample, substrate_hash
 from kbm_toolkit.nvrtc import compile_source
 from kbm_toolkit.problems import Problem
 from kbm_toolkit.rules import load_rules
@@ -29,6 +30,8 @@ from kbm_toolkit.substrates import Substrate, substrate_for
 from kbm_toolkit.workers import Worker
 
 TARGET = "kbm_toolkit.evaluate:evaluate_task"
+STOPPING = ("crash", "timeout")
+"""Cell outcomes after which a mutant is not run on the problem's other inputs."""
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
 PHASE_TIMEOUT_S = 900.0
@@ -72,13 +75,15 @@ def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
     return InputSpec.make(problem.key, seed, shape=shapes[0] if shapes else None, label="probe")
 
 
-def stored_mutants(store: Any, problem: Problem) -> tuple[Substrate, str, dict[str, dict[str, Any]]]:
-    """The substrate, its hash, and the stored mutants an evaluation runs (distinct or quarantined)."""
+def stored_mutants(store: Any, problem: Problem, sample: float | None = None
+                   ) -> tuple[Substrate, str, dict[str, dict[str, Any]]]:
+    """The substrate, its hash, and the stored mutants an evaluation runs (distinct or quarantined),
+    only those in the `sample` share when one is given."""
     substrate = substrate_for(problem)
     sh = substrate_hash(substrate)
     rows = {r["id"]: r for r in store.mutants(problem.key) if r["substrate_hash"] == sh
-            and r["status"] in ("distinct", "crash_probe")}
-    if not rows:
+            and r["status"] in ("distinct", "crash_probe") and in_sample(r["id"], sample)}
+    if not rows and (sample is None or not any(r["substrate_hash"] == sh for r in store.mutants(problem.key))):
         raise KbmError(f"no mutants of {problem.key} at its current source: run `kbm mutate {problem.key}` first")
     return substrate, sh, rows
 
@@ -107,8 +112,12 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
 
 def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
            done: set[tuple[str, str]], checked: set[str], emit: Callable[[dict[str, Any]], None],
-           deadline: Callable[[float | None], float]) -> str:
-    """Run one problem's pairs to completion on `worker`, restarting it as needed; return a verdict."""
+           deadline: Callable[[float | None], float], rerun_crashers: bool = False) -> str:
+    """Run one problem's pairs to completion on `worker`, restarting it as needed; return a verdict.
+
+    A mutant that crashes or hangs on an input is not run on the rest (`rerun_crashers` does):
+    the crash already kills it at every tolerance, and each further crash would cost a restart.
+    """
     stuck = 0
     while True:
         todo = [(m["id"], s.id) for s in specs for m in mutants if (m["id"], s.id) not in done]
@@ -118,7 +127,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                 "substrate": str(plan.substrate.folder), "original": plan.original,
                 "specs": [s.record() for s in specs],
                 "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")} for m in mutants],
-                "done": sorted(done), "checked": sorted(checked)}
+                "done": sorted(done), "checked": sorted(checked), "rerun_crashers": rerun_crashers}
         current: dict[str, Any] = {}
         correct_ms: dict[str, float] = {}
         progressed = False
@@ -140,6 +149,8 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     current = rec
                 elif rec["kind"] == "cell":
                     done.add((rec["mutant"], rec["input"]))
+                    if rec["outcome"] in STOPPING and not rerun_crashers:
+                        done.update((rec["mutant"], s.id) for s in specs)
                     emit(rec)
                     current = {}
                     progressed = True
@@ -155,6 +166,8 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     cell = {"kind": "cell", "mutant": current["mutant"], "input": current["input"],
                             "outcome": reply.status, "note": reply.message}
                     done.add((cell["mutant"], cell["input"]))
+                    if not rerun_crashers:
+                        done.update((cell["mutant"], s.id) for s in specs)
                     emit(cell)
                     progressed = True
                 break
@@ -165,9 +178,11 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
 
 def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
                 emit: Callable[[dict[str, Any]], None],
-                deadline: Callable[[float | None], float] = mutant_deadline_s) -> str:
+                deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> str:
     """Probe phase, then the full input set, for one problem."""
     done, checked = set(store_view["done"]), set(store_view["checked"])
+    if not rerun_crashers:  # a mutant that crashed in an earlier run stays stopped (see _drive)
+        done |= {(m, s.id) for m in store_view["crashed"] for s in plan.specs}
     mutants = [m for m in plan.mutants if m["status"] == "distinct"]
     if plan.probe is not None:
         probed: list[dict[str, Any]] = []
@@ -184,7 +199,7 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
         for m in crashers:
             emit({"kind": "quarantine", "mutant": m})
         mutants = [m for m in mutants if m["id"] not in crashers]
-    return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline)
+    return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers)
 
 
 def check_inputs(store: Any, problem: Problem, specs: list[InputSpec], source: str, arch: str,
@@ -209,6 +224,14 @@ def check_inputs(store: Any, problem: Problem, specs: list[InputSpec], source: s
     return verdict
 
 
+def _crashed(store: Any, problem: str, probe: InputSpec | None) -> set[str]:
+    """Mutants of `problem` with a stored crash or timeout on one of its real (not probe) inputs."""
+    rows = store.db.execute("select distinct c.mutant from cells c join mutants m on m.id = c.mutant "
+                            "where m.problem = ? and c.input != ? and c.outcome in ('crash', 'timeout')",
+                            [problem, probe.id if probe else ""]).fetchall()
+    return {r[0] for r in rows}
+
+
 def _probe_crashes(store: Any, probe: InputSpec | None) -> set[str]:
     """Mutants whose stored probe cell crashed or timed out (a run killed before quarantining them)."""
     if probe is None:
@@ -223,8 +246,14 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                    target: str = TARGET, on_progress: Callable[[int, int], None] | None = None,
                    on_problem: Callable[[str, str], None] | None = None, rules: list[Any] | None = None,
                    deadline: Callable[[float | None], float] = mutant_deadline_s,
-                   workers_per_gpu: int = 1) -> RunSummary:
+                   workers_per_gpu: int = 1, sample: float | None = None, rerun_crashers: bool = False) -> RunSummary:
     """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`.
+
+    With `sample`, only that deterministic share of each problem's mutants (`mutate.in_sample`);
+    the store records the share, and scores are over it. Problems run in an order fixed by a hash
+    of their keys, so a run stopped early has covered a random subset of problems, not the first
+    level's matmuls. A mutant that crashes or hangs on an input is not run on the others unless
+    `rerun_crashers`.
 
     With `workers_per_gpu` > 1, several workers share each GPU, each on its own problems, so
     one worker's restart after a crashing mutant leaves the GPU busy with the others.
@@ -236,17 +265,22 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     run_id = store.start_run("evaluate", env)
     summary = RunSummary()
     views, hashes, jobs, total = {}, {}, [], 0
-    for problem in problems:
+    for problem in sorted(problems, key=lambda p: hashlib.sha256(p.key.encode()).hexdigest()):
         specs = specs_for(problem)
-        substrate, sh, rows = stored_mutants(store, problem)
+        substrate, sh, rows = stored_mutants(store, problem, sample)
         probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
+        store.widen_sample(problem.key, sample)
+        if not rows:  # a small problem whose sample drew none of its mutants
+            summary.problems[problem.key] = "done"
+            continue
         store.record_inputs(specs + ([probe_input] if probe_input else []), source)
-        done = store.done_pairs(problem.key)
+        done = {pair for pair in store.done_pairs(problem.key) if pair[0] in rows}
         checks = store.checked_inputs(problem.key, sh)
         invalid = {i for i, c in checks.items() if not c["valid"]}
         done |= {(m, i) for m in rows for i in invalid}
-        views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, probe_input)}
+        views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, probe_input),
+                              "crashed": _crashed(store, problem.key, probe_input)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         jobs.append((problem, substrate, sh, rows, specs))
         hashes[problem.key] = sh
@@ -277,7 +311,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             if plan is None:
                 return
             verdict = run_problem(worker, views[plan.problem.key], plan,
-                                  lambda rec, key=plan.problem.key: results.put((key, rec)), deadline)
+                                  lambda rec, key=plan.problem.key: results.put((key, rec)), deadline, rerun_crashers)
             results.put((plan.problem.key, {"kind": "problem", "verdict": verdict}))
 
     threads = [threading.Thread(target=planner, daemon=True)]
@@ -321,7 +355,10 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         summary.cells += len(batch)
         summary.restarts = sum(w.restarts for w in workers)
         summary.waited_s = sum(w.waited_s for w in workers)
-        for w in workers:
-            w.close()
+        closing = [threading.Thread(target=w.close) for w in workers]  # together: each may wait on a busy child
+        for t in closing:
+            t.start()
+        for t in closing:
+            t.join()
     store.finish_run(run_id)
     return summary

@@ -90,6 +90,15 @@ def mutant_id(problem: str, substrate_hash: str, rule: str, start: int, end: int
     return _sha(f"{problem}\0{substrate_hash}\0{rule}\0{start}\0{end}\0{replacement}")[:12]
 
 
+def in_sample(mutant: str, fraction: float | None) -> bool:
+    """Whether a mutant is in the deterministic `fraction` sample of its pool (None: everything).
+
+    Ids are hashes, so their leading bits are uniform: a sample is a random draw, and a larger
+    fraction holds every mutant of a smaller one (samples nest, so runs can widen one).
+    """
+    return fraction is None or fraction >= 1.0 or int(mutant[:8], 16) < fraction * 16**8
+
+
 def generate(substrate: Substrate, rules: Iterable[Rule]) -> list[Mutant]:
     """Every mutant of `substrate` under `rules`, in rule order then source order."""
     kernel = substrate.source

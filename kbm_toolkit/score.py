@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.mutate import in_sample
 from kbm_toolkit.problems import Problem
 from kbm_toolkit.protocols import Protocol
 
@@ -37,6 +38,14 @@ class Matrix:
     evaluated: dict[str, int] = field(default_factory=dict)
     """Input -> how many of the mutants have a cell on it (passing or not)."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
+    _stopped: set[str] | None = field(default=None, repr=False)
+
+    @property
+    def stopped(self) -> set[str]:
+        """Mutants with a crash or a timeout: runs stop them there, so their other cells may be absent."""
+        if self._stopped is None:
+            self._stopped = {m for (m, _), (outcome, _) in self.cells.items() if outcome in ("crash", "timeout")}
+        return self._stopped
     _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
 
     def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
@@ -59,7 +68,8 @@ class Matrix:
 def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
     """Every refereeable problem that has distinct mutants, with what the store knows about it.
 
-    Four queries in all, whatever the number of problems. With `floor`, cells that pass with a
+    A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants. Four
+    queries in all, whatever the number of problems. With `floor`, cells that pass with a
     margin at or under it are left out: they kill at no tolerance >= floor, and on a real pool
     they are most of the cells (scoring protocols needs only the others).
     """
@@ -67,7 +77,9 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
     mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in store.db.query("select id, problem, substrate_hash, rule, family, name, status from mutants "
                             "where status = 'distinct'"):
-        if problems.get(r["problem"], {}).get("refereeable") != 0:  # unrefereeable: excluded from scores
+        row = problems.get(r["problem"], {})
+        # unrefereeable problems are excluded from scores; sampled ones count only their sample
+        if row.get("refereeable") != 0 and in_sample(r["id"], row.get("sample")):
             mutants[r["problem"]][r["id"]] = r
     hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
     checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -80,7 +92,9 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
                                                  "group by c.input, m.problem"):
         evaluated[problem][input_id] = n
     cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
-    quiet = "" if floor is None else " and not (c.outcome = 'pass' and c.margin is not null and c.margin <= :floor)"
+    # a crashed mutant's cells all load: its missing ones are told apart from ones left out as quiet
+    quiet = "" if floor is None else (" and (not (c.outcome = 'pass' and c.margin is not null and c.margin <= :floor)"
+                                      " or c.mutant in (select mutant from cells where outcome in ('crash', 'timeout')))")
     for mutant, input_id, outcome, margin, problem in store.db.execute(
             f"select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c {distinct}{quiet}",
             {"floor": floor}):
@@ -153,7 +167,10 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
         detected: set[str] = set()
         for i in valid:
             detected |= mx.killed(i, t)
+        for i in valid:
             missing = len(mx.mutants) - mx.evaluated.get(i, 0)
+            if missing:  # a mutant stopped after a crash the protocol saw needs no more cells
+                missing -= sum(1 for m in mx.stopped & detected if (m, i) not in mx.cells)
             if missing:
                 result.missing_cells[key] = result.missing_cells.get(key, 0) + missing
         result.detected[key] = detected & mx.mutants.keys()

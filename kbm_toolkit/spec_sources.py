@@ -58,7 +58,19 @@ BUILT_IN: dict[str, Callable[[Problem], list[InputSpec]]] = {"official": officia
 
 def resolve(source: str) -> Callable[[Problem], list[InputSpec]]:
     """A function from problem to its input specs: a built-in name, a protocol (an installed
-    adapter's name, or a protocol folder or .toml), or a file of spec records."""
+    adapter's name, or a protocol folder or .toml), or a file of spec records; several, separated
+    by commas, give the union (an input shared by two counts once)."""
+    if "," in source:
+        parts = [resolve(part.strip()) for part in source.split(",") if part.strip()]
+
+        def union(problem: Problem) -> list[InputSpec]:
+            specs: dict[str, InputSpec] = {}
+            for part in parts:
+                for spec in part(problem):
+                    specs.setdefault(spec.id, spec)  # in order; the first source's label wins
+            return list(specs.values())
+
+        return union
     if source in BUILT_IN:
         return BUILT_IN[source]
     path = Path(source)

@@ -112,6 +112,13 @@ def m006_reference_checks(db: sqlite_utils.Database) -> None:
                                   foreign_keys=[("input", "inputs", "id"), ("run", "runs", "id")])
 
 
+@migration
+def m007_problem_sample(db: sqlite_utils.Database) -> None:
+    # `kbm run --sample F` evaluates a deterministic share of each problem's mutants; scores are
+    # over that share (NULL: all of them), so an unevaluated mutant is not counted as missing.
+    db["problems"].add_column("sample", float)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -204,6 +211,33 @@ class Store:
                 "name": problem.name, "origin": problem.origin, "path": str(problem.path),
                 "source_hash": problem.source_hash,
             }, pk="key")
+
+    def widen_sample(self, problem: str, fraction: float | None) -> None:
+        """Record that `problem` is evaluated on `fraction` of its mutants (None: all), never narrowing.
+
+        A problem with cells but no recorded share was evaluated in full before shares existed.
+        """
+        current = self._evaluated_share(problem).get(problem)
+        if current is None and not self._has("problems", problem):
+            return
+        wanted = max(current or 0.0, 1.0 if fraction is None else fraction)
+        with self.db.conn:
+            self.db["problems"].update(problem, {"sample": None if wanted >= 1.0 else wanted})
+
+    def _evaluated_share(self, problem: str | None = None) -> dict[str, float]:
+        """Problem -> share of its mutants evaluated so far (1.0: all), for problems with cells or a share."""
+        rows = self.db.execute("select p.key, p.sample from problems p where (:k is null or p.key = :k) and ("
+                               "p.sample is not null or exists(select 1 from mutants m join cells c "
+                               "on c.mutant = m.id where m.problem = p.key))", {"k": problem})
+        return {k: 1.0 if f is None else f for k, f in rows}
+
+    def evaluated_problems(self) -> set[str]:
+        """Problems with cells, or with a share recorded by a sampled run."""
+        return set(self._evaluated_share())
+
+    def samples(self) -> dict[str, float]:
+        """Problem -> the share of its mutants evaluated, for problems evaluated on a sample only."""
+        return {r[0]: r[1] for r in self.db.execute("select key, sample from problems where sample is not null")}
 
     def record_compile(self, problem: str, source_hash: str, image_hash: str | None, arch: str,
                        kernels: list[str], compile_ms: float | None, message: str = "") -> None:
@@ -407,6 +441,9 @@ class Store:
         def key(run: dict[str, Any]) -> tuple:
             return tuple(v for k, v in sorted(run.items()) if k not in ("id", "finished"))
 
+        shares = self._evaluated_share()
+        for k, f in other._evaluated_share().items():
+            shares[k] = max(shares.get(k, 0.0), f)
         own_runs = {key(r): r["id"] for r in self.db["runs"].rows}
         run_map: dict[int, int] = {}
         with self.db.conn:
@@ -423,6 +460,8 @@ class Store:
                         for r in other.db[table].rows)
                 self.db[table].insert_all(rows, pk=pk, ignore=True, batch_size=2000)
                 added[table] = self.db[table].count - before
+            for k, f in shares.items():  # the union of two samples is the wider one (samples nest)
+                self.db.execute("update problems set sample = ? where key = ?", [None if f >= 1.0 else f, k])
         return added
 
     def close(self) -> None:

@@ -37,6 +37,11 @@ def _load(target: str) -> Callable[..., Any]:
 
 def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -> None:
     import os
+    import signal
+
+    # Ctrl-C (or `timeout -s INT`) reaches the whole process group: the parent decides when a
+    # child stops, or a child dying mid-launch would read as that mutant crashing.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     os.environ.update(env)  # before the target imports torch: e.g. CUDA_VISIBLE_DEVICES
     from kbm_toolkit.errors import KbmError
@@ -156,27 +161,24 @@ class Worker:
         """Replace the active child (e.g. its CUDA context is gone); a warm spare takes over."""
         self._kill()  # a poisoned context has nothing worth a clean exit
 
-    def close(self) -> None:
-        """Ask the worker (and any spare) to exit, then make sure they have."""
-        self._stop(self._proc, self._conn)
-        self._proc = None
-        for spare in self._spares:
-            self._stop(*spare)
-        self._spares = []
-        for proc in self._dying:
-            proc.join(timeout=10)
-        self._dying = []
-
-    @staticmethod
-    def _stop(proc: Any, conn: Any) -> None:
-        if proc is not None and proc.is_alive():
-            try:
-                conn.send(None)
-                proc.join(timeout=10)
-            except (BrokenPipeError, OSError):
-                pass
+    def close(self, wait_s: float = 5.0) -> None:
+        """Ask the worker and its spares to exit; kill any still running after `wait_s` seconds
+        (one busy with a task, say) rather than wait for it."""
+        children = [(self._proc, self._conn), *self._spares]
+        self._proc, self._spares = None, []
+        for proc, conn in children:
+            if proc is not None and proc.is_alive():
+                try:
+                    conn.send(None)
+                except (BrokenPipeError, OSError):
+                    pass
+        deadline = time.monotonic() + wait_s
+        for proc in [p for p, _ in children if p is not None] + self._dying:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
             if proc.is_alive():
                 proc.kill()
+                proc.join(timeout=5)
+        self._dying = []
 
     def __enter__(self) -> "Worker":
         return self

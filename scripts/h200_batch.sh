@@ -3,14 +3,18 @@
 #   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
-#                                           kb-pool (needs $KB_STORE, default .kbm/kb.db, gated and mutated; returns kb.db.gz;
-#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU)
+#                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
+#                                           .kbm/kb-seed.db, gated and mutated); SAMPLE share of mutants, default 0.1;
+#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU; returns kb.db.gz)
+#                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
+#                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
 OUT=${OUT:-/tmp/kbm-out}
 BUDGET_S=${BUDGET_S:-560}
 begin=$(date +%s)
+KB_STORE=${KB_STORE:-.kbm/kb-live.db}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs" .kbm
@@ -47,15 +51,48 @@ for step in "$@"; do
             cp .kbm/demo.db "$OUT/" ;;
         hang-bench) timeout "$(left)" python3 bench/hang_recovery.py --json "$OUT/logs/hang.json" \
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
-        kb-pool)  # the KernelBench pool's kill matrix, as far as the call's budget reaches; resumable
-            for source in kernelbench kbv fuzz; do
-                [ "$(left)" -gt 30 ] || break
-                timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store ${KB_STORE:-.kbm/kb.db} --kernelbench third_party/KernelBench \
-                    run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" --inputs $source > "$OUT/logs/kb-run-$source.txt" 2>&1
-                echo "kb run --inputs $source: exit $?; $(tail -n1 "$OUT/logs/kb-run-$source.txt")"
+        kb-pool)  # the KernelBench pool's kill matrix over a SAMPLE of its mutants, as far as the budget reaches;
+                  # resumable. The live store stays on a warm machine between calls; a fresh one starts from the seed.
+            [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+            timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
+                --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" > "$OUT/logs/kb-run-$(date +%s).txt" 2>&1
+            echo "kb run: exit $?; $(tail -n1 "$OUT"/logs/kb-run-*.txt | tail -n1)"
+            python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n3
+            python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
+            gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz" ;;
+        workers-ab)  # the same sampled problems with 1 and with $WORKERS workers, one GPU each, side by side
+            for w in 1 "${WORKERS:-3}"; do
+                cp "${KB_SEED:-.kbm/kb-seed.db}" "/tmp/ab-$w.db"
+                CUDA_VISIBLE_DEVICES=$(( w == 1 ? 0 : 1 )) timeout -k 20 -s INT "${AB_S:-100}" python3 -m kbm_toolkit \
+                    --store "/tmp/ab-$w.db" --kernelbench third_party/KernelBench run --workers "$w" \
+                    --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" > "$OUT/logs/ab-$w.txt" 2>&1 &
             done
-            python3 -c "import sqlite3; sqlite3.connect('${KB_STORE:-.kbm/kb.db}').execute('pragma wal_checkpoint(TRUNCATE)')"
-            gzip -c ${KB_STORE:-.kbm/kb.db} > "$OUT/kb.db.gz" ;;
+            wait
+            for w in 1 "${WORKERS:-3}"; do
+                echo "workers $w: $(python3 -c "import sqlite3; db=sqlite3.connect('/tmp/ab-$w.db'); print(db.execute('select count(*), sum(outcome in (\"crash\", \"timeout\")) from cells where run = (select max(id) from runs)').fetchone())") cells, crashes in ${AB_S:-100} s"
+                [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+                python3 -m kbm_toolkit --store "$KB_STORE" merge "/tmp/ab-$w.db" | tail -n1
+            done ;;
+        demo-fill)  # issue 5 on the GPU: audit fills the cells a protocol lacks; refcheck's fp32-vs-fp64 on the H200
+            cp .kbm/demo.db /tmp/fill.db
+            python3 - <<'PY'
+import sqlite3
+db = sqlite3.connect("/tmp/fill.db")
+gone = db.execute("delete from cells where input in (select id from inputs where label like 'log-uniform fuzz%' "
+                  "and problem = 'demo/4_Matmul')").rowcount
+db.commit()
+print(f"removed {gone} fuzz cells of demo/4_Matmul")
+PY
+            timeout -k 20 "$(left)" python3 -m kbm_toolkit --store /tmp/fill.db audit -a fuzz > "$OUT/logs/fill-audit.txt" 2>&1
+            echo "audit -a fuzz: exit $?; $(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/fill.db').execute(\"select count(*) from cells c join inputs i on i.id = c.input where i.label like 'log-uniform fuzz%' and i.problem = 'demo/4_Matmul'\").fetchone()[0])") fuzz cells of demo/4_Matmul after"
+            head -n3 "$OUT/logs/fill-audit.txt"
+            for a in kernelbench kbv; do
+                timeout -k 20 "$(left)" python3 -m kbm_toolkit --store /tmp/fill.db refcheck -a $a --level demo \
+                    > "$OUT/logs/refcheck-demo-$a.txt" 2>&1
+                echo "refcheck -a $a: exit $?; $(tail -n1 "$OUT/logs/refcheck-demo-$a.txt")"
+            done
+            cp /tmp/fill.db "$OUT/demo-filled.db" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-all) gate ;;

@@ -74,6 +74,8 @@ def test_crashes_and_hangs_cost_a_restart_not_the_run(tmp_path: Path, monkeypatc
     assert got[(crasher, inputs[0])][0] == "crash"
     assert got[(poisoner, inputs[0])][0] == "crash"
     assert got[(hanger, inputs[0])][0] == "timeout"
+    # and, killed at every tolerance already, none of the three is run on the other inputs
+    assert not [k for k in got if k[0] in (crasher, poisoner, hanger) and k[1] in inputs[1:]]
     # every other mutant got every input
     for m in ids[4:]:
         assert all((m, i) in got for i in inputs)
@@ -175,5 +177,59 @@ def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path,
                              rules=RULES, deadline=fast_deadline, workers_per_gpu=2)
     assert summary.problems == {p.key: "done" for p in problems}
     distinct = [r["id"] for p in problems for r in store.mutants(p.key) if r["status"] == "distinct"]
-    assert store.db["cells"].count == len(distinct) * 4  # the probe and three inputs, each once
+    # the probe and three inputs, each once; the crasher stops at its first real input
+    assert store.db["cells"].count == len(distinct) * 4 - 2
     assert cells(store)[(crasher, specs_for(problems[0])[0].id)][0] == "crash"
+
+
+def test_a_sampled_run_evaluates_its_share_and_widens_without_redoing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.mutate import in_sample
+    from kbm_toolkit.score import load_matrices
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+
+    def run(share: float | None) -> None:
+        run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
+                       rules=RULES, deadline=fast_deadline, sample=share)
+
+    half = {m for m in ids if in_sample(m, 0.5)}
+    assert 0 < len(half) < len(ids)  # the draw splits this pool, so the test can tell
+    run(0.5)
+    assert {r["mutant"] for r in store.db["cells"].rows} == half
+    assert store.samples() == {problem.key: 0.5}
+    assert set(load_matrices(store)[0].mutants) == half  # scores are over the sample
+    run(0.25)  # never narrows what was evaluated
+    assert store.samples() == {problem.key: 0.5}
+    first = {(r["mutant"], r["input"]): r["run"] for r in store.db["cells"].rows}
+    run(None)
+    assert store.samples() == {}
+    assert {r["mutant"] for r in store.db["cells"].rows} == set(ids)
+    after = {(r["mutant"], r["input"]): r["run"] for r in store.db["cells"].rows}
+    assert all(after[k] == v for k, v in first.items())  # the sampled cells were kept, not redone
+
+
+def test_merging_two_samples_keeps_the_wider() -> None:
+    a, b = Store(":memory:"), Store(":memory:")
+    problem = ProblemSet.discover().get("demo/3")
+    for store, share in ((a, 0.2), (b, 0.6)):
+        store.record_problem(problem)
+        store.widen_sample(problem.key, share)
+    a.merge(b)
+    assert a.samples() == {problem.key: 0.6}
+
+
+def test_rerun_crashers_runs_a_crashed_mutant_on_every_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    poisoner = ids[0]
+    evaluate(store, monkeypatch, {poisoner: "poison"})
+    inputs = [s.id for s in specs_for(ProblemSet.discover().get("demo/3"))]
+    assert [k for k in cells(store) if k[0] == poisoner and k[1] in inputs] == [(poisoner, inputs[0])]
+    evaluate(store, monkeypatch, {poisoner: "poison"})  # a resumed run keeps it stopped
+    assert sum(1 for k in cells(store) if k[0] == poisoner and k[1] in inputs) == 1
+    run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
+                   target=FAKE, rules=RULES, deadline=fast_deadline, rerun_crashers=True)
+    assert all(cells(store)[(poisoner, i)][0] == "crash" for i in inputs)

@@ -145,3 +145,14 @@ def test_names_show_the_actual_edit(original: str, replacement: str, shown: tupl
     from kbm_toolkit.mutate import changed_part
 
     assert changed_part(original, replacement) == shown
+
+
+def test_samples_are_a_fair_nested_draw() -> None:
+    from kbm_toolkit.mutate import in_sample, mutant_id
+
+    ids = [mutant_id("p", "h", "r", i, i + 1, "x") for i in range(4000)]
+    tenth = {m for m in ids if in_sample(m, 0.1)}
+    fifth = {m for m in ids if in_sample(m, 0.2)}
+    assert tenth <= fifth
+    assert 320 < len(tenth) < 480 and 700 < len(fifth) < 900
+    assert all(in_sample(m, None) and in_sample(m, 1.0) for m in ids[:10])

@@ -171,3 +171,14 @@ def test_missing_cells_are_listed_with_the_command_that_fills_them(seeded_db: st
     assert result.exit_code == 0, result.output
     assert "Not yet evaluated: 0 inputs and 5 cells on 1 problems" in result.output
     assert "kbm run --inputs kernelbench demo/1_LeakyReLU" in result.output
+
+
+def test_several_input_sources_give_their_union_once() -> None:
+    from kbm_toolkit.problems import ProblemSet
+    from kbm_toolkit.spec_sources import resolve
+
+    problem = ProblemSet.discover().get("demo/3")
+    kb, kbv = resolve("kernelbench")(problem), resolve("kbv")(problem)
+    both = resolve("kernelbench, kbv")(problem)
+    assert [s.id for s in both] == list(dict.fromkeys(s.id for s in kb + kbv))
+    assert len(both) == len(kbv) > len(kb)  # kbv holds the official five

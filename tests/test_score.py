@@ -100,6 +100,28 @@ def test_missing_cells_are_listed(demo: ProblemSet) -> None:
     assert result.missing_cells == {"demo/1_LeakyReLU": 5}
 
 
+@pytest.mark.parametrize("floor", [None, 1e-4])
+def test_a_mutant_stopped_by_a_crash_lacks_cells_only_where_they_matter(demo: ProblemSet, floor: float | None) -> None:
+    store = Store(":memory:")
+    ids = seed(store, demo.get("demo/1"))
+    # D crashed on official trial 1; the run then left it out of every later input
+    store.db.execute("delete from cells where mutant = 'D' and input not in (?, ?)",
+                     [ids["official trial 0"], ids["official trial 1"]])
+    store.db.execute("update cells set outcome = 'crash', margin = null where mutant = 'D' and input = ?",
+                     [ids["official trial 1"]])
+    store.db.conn.commit()
+    matrices = load_matrices(store, floor)
+    official = run_protocol(KB, matrices)
+    assert "D" in official.detected["demo/1_LeakyReLU"] and not official.missing_cells
+    store.db.execute("delete from cells where mutant = 'D' and input = ?", [ids["official trial 1"]])
+    store.db.execute("update cells set outcome = 'crash', margin = null where mutant = 'D' and input = ?",
+                     [ids["official trial 0"]])
+    store.db.execute("insert into cells (mutant, input, outcome, margin) values ('D', ?, 'pass', 1e-6)",
+                     [ids["official trial 1"]])
+    store.db.conn.commit()  # crashed on trial 0: trials 2-4 and the hidden inputs need no cells either
+    assert not run_protocol(KBV, load_matrices(store, floor)).missing_cells
+
+
 def test_unrefereeable_problems_are_excluded(demo: ProblemSet) -> None:
     store = Store(":memory:")
     seed(store, demo.get("demo/1"))
