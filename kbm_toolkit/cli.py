@@ -535,23 +535,37 @@ def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
 
 
 @cli.command()
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="Folder for the figures and index.html.")
+@click.option("--out", type=click.Path(file_okay=False), help="Folder for the figures and index.html.")
+@click.option("--tables", is_flag=True,
+              help="Print Table 1 (the pipeline) and Table 2 (families) as Markdown instead; the first protocol is the official one.")
 @click.option("--adapter", "-a", "adapters", multiple=True,
-              help="Protocols to compare (default: every installed one).")
+              help="Protocols to compare (default: every installed one; with --tables, kernelbench, kbv and fuzz).")
 @click.pass_obj
-def report(obj: Context, out: str, adapters: tuple[str, ...]) -> None:
+def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...]) -> None:
     """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
 
     Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
     curve; the blind band (output magnitude against each tolerance).
 
-    Example: kbm report --out report/
+    Example: kbm report --out report/    or    kbm report --tables -a kernelbench -a kbv
     """
     from kbm_toolkit.plugins import all_protocols, load_protocol
     from kbm_toolkit.report_audit import provenance
-    from kbm_toolkit.report_figures import write_report
 
     store = obj.read_store()
+    if tables:
+        from kbm_toolkit.report_tables import table1, table2
+        from kbm_toolkit.score import audit_store
+
+        chosen = [load_protocol(a) for a in adapters or ("kernelbench", "kbv", "fuzz")]
+        audits = {p.name: audit_store(store, p, all_protocols()) for p in chosen}
+        click.echo(f"{provenance(store)}\n\nTable 1: the mutation pipeline\n\n{table1(store, audits[chosen[0].name])}"
+                   f"\n\nTable 2: witnessed mutants by family, and the share each protocol misses\n\n{table2(audits)}")
+        return
+    if out is None:
+        raise click.UsageError("give --out DIR for the figures, or --tables for the Markdown tables")
+    from kbm_toolkit.report_figures import write_report
+
     protocols = [load_protocol(a) for a in adapters] if adapters else all_protocols()
     page = write_report(store, protocols, Path(out))
     click.echo(f"{provenance(store)}\nwrote {page}")
@@ -676,26 +690,18 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     """
     from kbm_toolkit.paths import embedded_store_path
     from kbm_toolkit.plugins import all_protocols, load_protocol
-    from kbm_toolkit.refcheck import flags as reference_flags
     from kbm_toolkit.report_audit import print_audit, provenance
-    from kbm_toolkit.score import audit as run_audit
-    from kbm_toolkit.score import load_matrices, to_json
+    from kbm_toolkit.score import audit_store, to_json
 
     protocol = load_protocol(adapter)
     other = load_protocol(vs) if vs else None
     deno = [load_protocol(d) for d in denominator] if denominator else all_protocols()
     store = obj.read_store()
-    judged = [p.tolerance for p in [protocol, *deno, *([other] if other else [])]] + ([tolerance] if tolerance else [])
-    floor = min(judged)  # cells passing at or under every tolerance used cannot change the audit
-    matrices = load_matrices(store, floor)
-    excluded = reference_flags(protocol, matrices, store.reference_checks(), tolerance)
-    report = run_audit(protocol, matrices, deno, tolerance, other, excluded)
+    report = audit_store(store, protocol, deno, tolerance, other)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and not no_run and store.path != embedded_store_path():
         if _fill_missing(obj, store, protocol, missing):
-            matrices = load_matrices(store, floor)
-            excluded = reference_flags(protocol, matrices, store.reference_checks(), tolerance)
-            report = run_audit(protocol, matrices, deno, tolerance, other, excluded)
+            report = audit_store(store, protocol, deno, tolerance, other)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

@@ -32,6 +32,10 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
     console.print(first_line)
     console.print(f"[bold]{report['protocol']}[/bold]: {report['description']} "
                   f"(judged at atol = rtol = {report['tolerance']:g})")
+    sample = report.get("sample")
+    if sample:
+        console.print(f"Mutants: a {sample['share']:.0%} sample of each problem's ({sample['mutants']:,} of "
+                      f"{sample['distinct']:,} distinct, {sample['problems']} problems; `kbm run --sample`).")
     n = report["witnessed"]
     if not n:
         console.print("No witnessed mutants: evaluate some first (`kbm run`).")
@@ -81,5 +85,6 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
         problems = sorted(set(checks) | set(cells))
         console.print(f"[yellow]Not yet evaluated:[/yellow] {sum(map(len, checks.values()))} inputs and "
                       f"{sum(cells.values())} cells on {len(problems)} problems. Fill them on a GPU with:\n"
-                      f"  kbm run --inputs {report['protocol']} {' '.join(problems[:8])}"
+                      f"  kbm run --inputs {report['protocol']}"
+                      + (f" --sample {sample['share']:g}" if sample else "") + f" {' '.join(problems[:8])}"
                       + (" ..." if len(problems) > 8 else ""))

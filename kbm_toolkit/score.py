@@ -83,10 +83,13 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
             mutants[r["problem"]][r["id"]] = r
     hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
     checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in store.db.query("select k.*, i.problem from input_checks k join inputs i on i.id = k.input"):
+    for r in store.db.query("select k.*, i.problem, i.label from input_checks k join inputs i on i.id = k.input"):
         if r["substrate_hash"] in hashes.get(r["problem"], ()):
             checks[r["problem"]][r["input"]] = r
-    distinct = "join mutants m on m.id = c.mutant where m.status = 'distinct'"
+    # the cells of the scored mutants only: a sampled problem may hold cells outside its sample
+    store.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
+    distinct = ("join mutants m on m.id = c.mutant join problems p on p.key = m.problem "
+                "where m.status = 'distinct' and (p.sample is null or kbm_in_sample(m.id, p.sample))")
     evaluated: dict[str, dict[str, int]] = defaultdict(dict)
     for input_id, problem, n in store.db.execute(f"select c.input, m.problem, count(*) from cells c {distinct} "
                                                  "group by c.input, m.problem"):
@@ -234,7 +237,10 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         "witnessed": n, "detected": d, "missed": n - d,
         "detection_pct": 100.0 * d / n if n else None,
         "band90_pct": [100.0 * x for x in bootstrap_band([(dd, nn) for _, dd, nn in problems])],
-        "families": {f: {"witnessed": w, "missed": m, "missed_pct": 100.0 * m / w} for f, (w, m) in sorted(families.items())},
+        "families": {f: {"witnessed": w, "missed": m, "missed_pct": 100.0 * m / w,
+                         "rules": len({by_key[k].mutants[m]["rule"] for k, ws in wit.items() for m in ws
+                                       if by_key[k].mutants[m]["family"] == f})}
+                     for f, (w, m) in sorted(families.items())},
         "worst_problems": [{"problem": k, "witnessed": nn, "missed": nn - dd, "missed_pct": 100.0 * (nn - dd) / nn}
                            for k, dd, nn in sorted(problems, key=lambda p: (-(p[2] - p[1]) / max(p[2], 1), p[0]))
                            if nn][:10],
@@ -273,3 +279,19 @@ def to_json(report: dict[str, Any]) -> str:
             return [clean(v) for v in x]
         return x
     return json.dumps(clean(report), indent=1, sort_keys=True)
+
+
+def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tolerance: float | None = None,
+                vs: Protocol | None = None) -> dict[str, Any]:
+    """`audit` over what a store holds: only the cells that can matter are loaded, problems the
+    protocol cannot referee (`kbm refcheck`, the vacuity band) are left out, and the store's
+    sample, if any, is reported."""
+    from kbm_toolkit.refcheck import flags
+
+    judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
+    matrices = load_matrices(store, min(judged))  # cells passing under every tolerance used cannot matter
+    excluded = flags(protocol, matrices, store.reference_checks(), tolerance)
+    report = audit(protocol, matrices, denominator, tolerance, vs, excluded)
+    report["sample"] = store.sample_summary()
+    return report
+

@@ -140,6 +140,12 @@ class Store:
                 self.db.enable_wal()
             if readonly:
                 self._check_known()
+                if len(self.applied()) < len(MIGRATIONS):  # an older schema: read an upgraded copy in memory
+                    memory = sqlite3.connect(":memory:")
+                    conn.backup(memory)
+                    conn.close()
+                    self.db = sqlite_utils.Database(memory)
+                    self.migrate()
             else:
                 self.migrate()
         except sqlite3.DatabaseError as e:
@@ -234,6 +240,18 @@ class Store:
     def evaluated_problems(self) -> set[str]:
         """Problems with cells, or with a share recorded by a sampled run."""
         return set(self._evaluated_share())
+
+    def sample_summary(self) -> dict[str, Any] | None:
+        """How much of the pool a sampled store evaluates (None when every problem is evaluated in full)."""
+        shares = self.samples()
+        if not shares:
+            return None
+        from kbm_toolkit.mutate import in_sample
+
+        rows = self.db.execute("select id, problem from mutants where status = 'distinct'").fetchall()
+        pool = [(m, p) for m, p in rows if p in shares]
+        return {"share": max(shares.values()), "problems": len(shares),
+                "mutants": sum(in_sample(m, shares[p]) for m, p in pool), "distinct": len(pool)}
 
     def samples(self) -> dict[str, float]:
         """Problem -> the share of its mutants evaluated, for problems evaluated on a sample only."""

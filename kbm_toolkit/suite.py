@@ -24,9 +24,12 @@ def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
     return kills
 
 
-def greedy_cover(kills: dict[str, set[str]], universe: set[str], budget: int) -> list[str]:
+def greedy_cover(kills: dict[str, set[str]], universe: set[str], budget: int,
+                 fallback: list[str] | None = None) -> list[str]:
     """Up to `budget` inputs, each the one adding the most still-uncovered mutants of `universe`
-    (ties to the smaller input id, so the choice is deterministic); stops when nothing is added."""
+    (ties to the smaller input id, so the choice is deterministic). When nothing more is added,
+    the rest of the budget goes to `fallback` inputs in order (a suite chosen knowing few faults
+    still runs the benchmark's own inputs), else the suite stops short."""
     chosen: list[str] = []
     covered: set[str] = set()
     for _ in range(budget):
@@ -35,7 +38,14 @@ def greedy_cover(kills: dict[str, set[str]], universe: set[str], budget: int) ->
             break
         chosen.append(best)
         covered |= kills[best] & universe
-    return chosen
+    spare = [i for i in fallback or [] if i in kills and i not in chosen]
+    return chosen + spare[:budget - len(chosen)]
+
+
+def default_inputs(mx: Matrix) -> list[str]:
+    """A problem's inputs as a suite with no kill information would take them: official trials first."""
+    return sorted(mx.checks, key=lambda i: (not (mx.checks[i].get("label") or "").startswith("official"),
+                                            mx.checks[i].get("label") or "", i))
 
 
 def half(mutant_id: str) -> str:
@@ -59,8 +69,10 @@ class SuiteCurve:
 def budget_curve(matrices: list[Matrix], tolerance: float, budgets: list[int],
                  baseline: dict[str, set[str]] | None = None) -> SuiteCurve:
     """Greedy suites at each budget: scored on the full pool (selected on it), and held out
-    (selected on each problem's dev half of witnessed mutants, scored on the test half)."""
+    (selected on each problem's dev half of witnessed mutants, scored on the test half; a dev
+    half that leaves budget unused, or is empty, falls back to the official inputs)."""
     kills = {mx.problem.key: kill_sets(mx, tolerance) for mx in matrices}
+    fallback = {mx.problem.key: default_inputs(mx) for mx in matrices}
     witnessed = {k: set().union(*v.values()) if v else set() for k, v in kills.items()}
     n = sum(len(w) for w in witnessed.values())
     test = {k: {m for m in w if half(m) == "test"} for k, w in witnessed.items()}
@@ -71,7 +83,8 @@ def budget_curve(matrices: list[Matrix], tolerance: float, budgets: list[int],
         suites[b] = chosen
         full.append(_pct(sum(len(set().union(*(kills[k][i] for i in c)) & witnessed[k]) if c else 0
                              for k, c in chosen.items()), n))
-        dev_chosen = {k: greedy_cover(kills[k], {m for m in w if half(m) == "dev"}, b) for k, w in witnessed.items()}
+        dev_chosen = {k: greedy_cover(kills[k], {m for m in w if half(m) == "dev"}, b, fallback[k])
+                      for k, w in witnessed.items()}
         held.append(_pct(sum(len(set().union(*(kills[k][i] for i in c)) & test[k]) if c else 0
                              for k, c in dev_chosen.items()), n_test))
     base = baseline or {}

@@ -92,3 +92,24 @@ def test_leaving_out_quiet_cells_changes_no_score() -> None:
     for p in protocols:
         a, b = run_protocol(p, full), run_protocol(p, lean)
         assert (a.detected, a.missing_cells, a.false_rejections) == (b.detected, b.missing_cells, b.false_rejections)
+
+
+def test_tables_are_the_pipeline_and_the_families_from_the_store(fresh_user: CliRunner) -> None:
+    result = fresh_user.invoke(cli, ["report", "--tables", "-a", "kernelbench", "-a", "kbv"])
+    assert result.exit_code == 0, result.output
+    table1, table2 = result.output.split("Table 2")
+    generated = int(table1.split("| Mutants generated | ")[1].split(" |")[0].replace(",", ""))
+    removed = [int(table1.split(f"| − {what} | ")[1].split(" |")[0].replace(",", ""))
+               for what in ("non-compiling", "duplicate compiled image", "equivalent to the original",
+                            "crashed or hung on the probe input")]
+    distinct = int(table1.split("| Distinct mutants | ")[1].split(" |")[0].replace(",", ""))
+    assert generated - sum(removed) == distinct
+    witnessed = int(table1.split("| of which witnessed | ")[1].split(" |")[0].replace(",", ""))
+    killed = int(table1.split("killed by kernelbench | ")[1].split(" |")[0].replace(",", ""))
+    missed = int(table1.split("missed by kernelbench | ")[1].split(" |")[0].replace(",", ""))
+    assert killed + missed == witnessed > 0
+    family_rows = [line for line in table2.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert family_rows[-1].startswith("| all |")
+    assert sum(int(r.split(" | ")[2].replace(",", "")) for r in family_rows[:-1]) == witnessed
+    assert f"{100 * missed / witnessed:.1f}%" in family_rows[-1]
+    assert fresh_user.invoke(cli, ["report"]).exit_code == 2  # neither --out nor --tables

@@ -72,7 +72,7 @@ def test_audit_scores_against_the_witnessed_denominator(matrices: list) -> None:
     report = audit(KB, matrices, [KB, KBV])
     assert (report["witnessed"], report["detected"], report["missed"]) == (3, 1, 2)
     assert report["detection_pct"] == pytest.approx(100 / 3)
-    assert report["families"]["precision"] == {"witnessed": 1, "missed": 1, "missed_pct": 100.0}
+    assert report["families"]["precision"] == {"witnessed": 1, "missed": 1, "missed_pct": 100.0, "rules": 1}
     assert "boundary" not in report["families"]  # D is unwitnessed
 
 

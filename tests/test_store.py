@@ -133,3 +133,15 @@ def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp
     assert a.db["runs"].get(cells["only-b"]["run"])["gpu"] == "GPU of b"
     assert a.merge(b) == {"problems": 0, "rules": 0, "substrates": 0, "gate_inputs": 0, "mutants": 0,
                           "inputs": 0, "input_checks": 0, "cells": 0}
+
+
+def test_a_readonly_store_at_an_older_schema_is_read_upgraded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.store as store_module
+
+    monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:-1])
+    Store(db_path).close()  # written by the kbm before the last migration
+    monkeypatch.undo()
+    before = db_path.read_bytes()
+    store = Store(db_path, readonly=True)
+    assert store.applied() == [name for name, _ in store_module.MIGRATIONS]
+    assert db_path.read_bytes() == before  # upgraded in memory only

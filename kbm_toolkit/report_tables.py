@@ -1,0 +1,62 @@
+"""The paper's Table 1 (the pipeline in numbers) and Table 2 (families, witnessed, missed) as
+Markdown, computed from the store: `kbm report --tables`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kbm_toolkit.rules import FAMILIES
+
+
+def pipeline_counts(store: Any) -> Counter:
+    """Mutants by screening status over the whole store (the first rows of Table 1)."""
+    return Counter({r[0]: r[1] for r in store.db.execute("select status, count(*) from mutants group by status")})
+
+
+def table1(store: Any, official: dict[str, Any]) -> str:
+    """Table 1: from generated mutants to the witnessed denominator and the official check's misses."""
+    counts = pipeline_counts(store)
+    problems = store.db.execute("select count(distinct problem) from mutants").fetchone()[0]
+    rules = store.db.execute("select count(distinct rule) from mutants").fetchone()[0]
+    rows: list[tuple[str, str]] = [
+        ("Problems (substrates with mutants)", f"{problems:,}"), ("Mutation rules that fire", f"{rules:,}"),
+        ("Mutants generated", f"{sum(counts.values()):,}"),
+        ("− non-compiling", f"{counts['compile_error']:,}"), ("− duplicate compiled image", f"{counts['duplicate']:,}"),
+        ("− equivalent to the original", f"{counts['equivalent']:,}"),
+        ("− crashed or hung on the probe input", f"{counts['crash_probe']:,}"),
+        ("Distinct mutants", f"{counts['distinct']:,}")]
+    sample = official.get("sample")
+    if sample:
+        rows.append((f"evaluated: the {sample['share']:.0%} sample (`kbm run --sample`)", f"{sample['mutants']:,}"))
+    if official.get("excluded"):
+        rows.append(("problems left out as unrefereeable (`kbm refcheck`)", f"{len(official['excluded'])}"))
+    n, d = official["witnessed"], official["detected"]
+    rows += [("of which witnessed", f"{n:,}"), (f"witnessed, killed by {official['protocol']}", f"{d:,}"),
+             (f"witnessed, missed by {official['protocol']}", f"{n - d:,}")]
+    if n:
+        lo, hi = official["band90_pct"]
+        rows.append(("miss rate (90% band over problems)", f"{100 - official['detection_pct']:.1f}% "
+                                                            f"({100 - hi:.1f}–{100 - lo:.1f}%)"))
+    return _markdown(("", "count"), rows)
+
+
+def table2(audits: dict[str, dict[str, Any]]) -> str:
+    """Table 2: per family, rules with a witness, witnessed mutants, and each protocol's missed %."""
+    first = next(iter(audits.values()))
+    families = [f for f in FAMILIES if f in first["families"]]
+    rows = []
+    for f in families:
+        fam = first["families"][f]
+        rows.append((f, str(fam["rules"]), f"{fam['witnessed']:,}",
+                     *(f"{a['families'][f]['missed_pct']:.1f}%" if f in a["families"] else "–" for a in audits.values())))
+    rows.append(("all", str(sum(first["families"][f]["rules"] for f in families)), f"{first['witnessed']:,}",
+                 *(f"{100 - a['detection_pct']:.1f}%" if a.get("detection_pct") is not None else "–"
+                   for a in audits.values())))
+    return _markdown(("family", "rules", "witnessed", *(f"{name} missed" for name in audits)), rows)
+
+
+def _markdown(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
