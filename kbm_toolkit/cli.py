@@ -58,13 +58,29 @@ class Context:
         from kbm_toolkit.paths import default_store_path
         from kbm_toolkit.store import Store
 
+        if self.shipped_name():
+            raise click.UsageError(f"--store {self.store_path} is a store shipped with kbm, read-only; this command "
+                                   "writes: give a store of your own (copy one in with `kbm merge`)")
         return Store(self.store_path or default_store_path())
+
+    def shipped_name(self) -> str | None:
+        """NAME when the store is given as `@NAME`, one of the stores shipped with kbm."""
+        text = str(self.store_path) if self.store_path else ""
+        return text[1:] if text.startswith("@") else None
 
     def read_store(self) -> Any:
         """The store reports read: yours, else (no --store, and yours holds no cells) the shipped one."""
         from kbm_toolkit.paths import embedded_store_path
         from kbm_toolkit.store import Store
 
+        name = self.shipped_name()
+        if name is not None:
+            from kbm_toolkit.paths import SHIPPED_STORES, shipped_store_path
+
+            if name not in SHIPPED_STORES or not shipped_store_path(name).is_file():
+                raise click.UsageError(f"no shipped store @{name}; kbm ships "
+                                       + ", ".join(f"@{n} ({what})" for n, what in SHIPPED_STORES.items()))
+            return Store(shipped_store_path(name), readonly=True)
         path = self.resolved_store_path()
         if self.store_path is None and embedded_store_path().is_file():
             if not path.is_file() or Store(path).db["cells"].count == 0:
@@ -89,7 +105,8 @@ def device_env() -> dict[str, Any]:
 @click.group(cls=KbmGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kbm")
 @click.option("--store", envvar="KBM_STORE", type=click.Path(dir_okay=False),
-              help="SQLite store to read and write [env KBM_STORE; default ~/.local/share/kbm/kbm.db].")
+              help="SQLite store to read and write [env KBM_STORE; default ~/.local/share/kbm/kbm.db]; "
+                   "@kernelbench or @demo reads a store shipped with kbm.")
 @click.option("--kernelbench", envvar="KBM_KERNELBENCH", type=click.Path(exists=True, file_okay=False),
               help="A KernelBench checkout to load problems from [env KBM_KERNELBENCH].")
 @click.pass_context
@@ -635,20 +652,21 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
 
 
 @cli.command()
-@click.argument("others", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("others", nargs=-1, required=True)
 @click.pass_obj
 def merge(obj: Context, others: tuple[str, ...]) -> None:
     """Copy into the store every row it lacks from other stores (e.g. shards filled on other GPUs).
 
     Runs keep their provenance and are re-numbered; rows the store already has are kept.
 
-    Example: kbm --store pool.db merge shard-a.db shard-b.db
+    Example: kbm --store pool.db merge shard-a.db shard-b.db    or    kbm --store mine.db merge @kernelbench
     """
     from kbm_toolkit.store import Store
 
     store = obj.store()
     for path in others:
-        added = store.merge(Store(path))
+        other = Context(path, None).read_store() if path.startswith("@") else Store(path, readonly=True)
+        added = store.merge(other)
         words = ", ".join(f"{n} {table}" for table, n in added.items() if n) or "nothing new"
         click.echo(f"{path}: {words}")
 
@@ -688,7 +706,6 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
 
     Example: kbm audit --adapter kbv --vs kernelbench
     """
-    from kbm_toolkit.paths import embedded_store_path
     from kbm_toolkit.plugins import all_protocols, load_protocol
     from kbm_toolkit.report_audit import print_audit, provenance
     from kbm_toolkit.score import audit_store, to_json
@@ -699,7 +716,7 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     store = obj.read_store()
     report = audit_store(store, protocol, deno, tolerance, other)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
-    if missing and not no_run and store.path != embedded_store_path():
+    if missing and not no_run and not store.readonly:
         if _fill_missing(obj, store, protocol, missing):
             report = audit_store(store, protocol, deno, tolerance, other)
     report["provenance"] = provenance(store)

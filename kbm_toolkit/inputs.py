@@ -14,6 +14,7 @@ Record form (JSON/TOML):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -90,9 +91,9 @@ class InputSpec:
                 "transforms": [{"op": op, **dict(p)} for op, p in self.transforms],
                 "shape": dict(self.shape), "reinit": self.reinit}
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
-        """Stable id: sha256 of the canonical JSON record, 16 hex digits."""
+        """Stable id: sha256 of the canonical JSON record, 16 hex digits (computed once: scoring asks often)."""
         text = json.dumps(self.record(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import lzma
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -29,9 +33,40 @@ def default_store_path() -> Path:
     return Path(base) / "kbm" / "kbm.db"
 
 
+SHIPPED_STORES = {"kernelbench": "the KernelBench pool (a sample), the default for reports",
+                  "demo": "the built-in problems' pool"}
+"""Stores made by kbm's own pipeline on an H200 that ship, xz-packed, in `kbm_toolkit/data/`."""
+
+
+def shipped_store_path(name: str = "kernelbench") -> Path:
+    """A shipped store, unpacked once into the cache; a path that does not exist when it is absent.
+
+    The package holds `data/NAME.db.xz`; the unpacked copy is named by the packed file's hash,
+    so a new kbm never reads an old copy.
+    """
+    packed = PACKAGE_DIR / "data" / f"{name}.db.xz"
+    if not packed.is_file():
+        return PACKAGE_DIR / "data" / f"{name}.db"  # absent
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
+    for folder in (cache_dir() / "shipped", Path(tempfile.gettempdir()) / "kbm-shipped"):
+        target = folder / f"{name}-{digest}.db"
+        if target.is_file():
+            return target
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+            with lzma.open(packed) as src, open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(partial, target)  # atomic: a concurrent reader never sees half a file
+            return target
+        except OSError:
+            continue  # e.g. a read-only cache folder: try the next one
+    raise OSError(f"cannot unpack {packed}: no writable cache folder")
+
+
 def embedded_store_path() -> Path:
-    """The read-only store that ships with the package, made by kbm's own pipeline on an H200."""
-    return PACKAGE_DIR / "data" / "embedded.db"
+    """The shipped store reports fall back to: the KernelBench pool."""
+    return shipped_store_path("kernelbench")
 
 
 def cache_dir() -> Path:

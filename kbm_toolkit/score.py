@@ -74,22 +74,21 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
     they are most of the cells (scoring protocols needs only the others).
     """
     problems = {r["key"]: r for r in store.db["problems"].rows}
+    store.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
+    # the scored mutants: distinct, of a refereeable problem, and in the problem's sample if it has one
+    scored = ("m.status = 'distinct' and (p.key is null or ((p.refereeable is null or p.refereeable != 0) "
+              "and (p.sample is null or kbm_in_sample(m.id, p.sample))))")
     mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in store.db.query("select id, problem, substrate_hash, rule, family, name, status from mutants "
-                            "where status = 'distinct'"):
-        row = problems.get(r["problem"], {})
-        # unrefereeable problems are excluded from scores; sampled ones count only their sample
-        if row.get("refereeable") != 0 and in_sample(r["id"], row.get("sample")):
-            mutants[r["problem"]][r["id"]] = r
+    for r in store.db.query("select m.id, m.problem, m.substrate_hash, m.rule, m.family, m.name, m.status "
+                            f"from mutants m left join problems p on p.key = m.problem where {scored}"):
+        mutants[r["problem"]][r["id"]] = r
     hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
     checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in store.db.query("select k.*, i.problem, i.label from input_checks k join inputs i on i.id = k.input"):
         if r["substrate_hash"] in hashes.get(r["problem"], ()):
             checks[r["problem"]][r["input"]] = r
     # the cells of the scored mutants only: a sampled problem may hold cells outside its sample
-    store.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
-    distinct = ("join mutants m on m.id = c.mutant join problems p on p.key = m.problem "
-                "where m.status = 'distinct' and (p.sample is null or kbm_in_sample(m.id, p.sample))")
+    distinct = f"join mutants m on m.id = c.mutant left join problems p on p.key = m.problem where {scored}"
     evaluated: dict[str, dict[str, int]] = defaultdict(dict)
     for input_id, problem, n in store.db.execute(f"select c.input, m.problem, count(*) from cells c {distinct} "
                                                  "group by c.input, m.problem"):

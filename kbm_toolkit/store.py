@@ -128,6 +128,7 @@ class Store:
 
     def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = Path(path) if str(path) != ":memory:" else None
+        self.readonly = readonly
         try:
             if readonly:
                 conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)

@@ -1,25 +1,52 @@
-"""Make the embedded store that ships in the package from stores our pipeline filled on a GPU.
+"""Make a store that ships in the package from stores our pipeline filled on a GPU.
 
-    python scripts/make_embedded_store.py SOURCE.db [MORE.db...] [--out kbm_toolkit/data/embedded.db]
+    python scripts/make_embedded_store.py .kbm/kb.db --compact          # kbm_toolkit/data/kernelbench.db.xz
+    python scripts/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
 
 Copies the first store, merges the others into the copy (`kbm merge`), checks it holds at least
-one finished run, switches to rollback journalling (a read-only package folder cannot hold -shm
-files) and vacuums it. Nothing is written by hand: every row comes from `kbm` itself.
+one finished run or some cells, switches to rollback journalling (a read-only copy must not need -shm files),
+vacuums it and packs it with xz (kbm unpacks it once into its cache). Nothing is written by
+hand: every row comes from `kbm` itself.
+
+`--compact` keeps a sampled pool small: a mutant outside its problem's sample keeps only what
+Table 1 and a later, wider `kbm run --sample` need (id, problem, rule, family, status, substrate
+hash); its diff and compile record, and any cells it has, are dropped.
 """
 
 from __future__ import annotations
 
 import argparse
+import lzma
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
 
-from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.mutate import in_sample
+from kbm_toolkit.paths import PACKAGE_DIR
 from kbm_toolkit.store import Store
 
+DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
+           "duplicate_of", "compile_ms", "message", "diff", "arch", "created")
+"""Mutant columns an unsampled mutant of a compacted store does without."""
 
-def main(sources: list[Path], target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+
+def compact(store: Store) -> int:
+    """Strip the mutants outside each problem's sample (see the module's doc); return how many."""
+    db = store.db
+    db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
+    outside = ("select m.id from mutants m join problems p on p.key = m.problem "
+               "where p.sample is not null and not kbm_in_sample(m.id, p.sample)")
+    with db.conn:
+        db.execute(f"delete from cells where mutant in ({outside})")
+        n = db.execute(f"update mutants set {', '.join(f'{c} = null' for c in DROPPED)} "
+                       f"where id in ({outside})").rowcount
+    return n
+
+
+def main(sources: list[Path], packed: Path, compacted: bool = False) -> None:
+    packed.parent.mkdir(parents=True, exist_ok=True)
+    target = packed.with_suffix("") if packed.suffix == ".xz" else packed
     target.unlink(missing_ok=True)
     Store(sources[0]).close()  # migrate the source, so the copy is current
     src, dst = sqlite3.connect(sources[0]), sqlite3.connect(target)
@@ -30,23 +57,31 @@ def main(sources: list[Path], target: Path) -> None:
     for other in sources[1:]:
         added = store.merge(Store(other))
         print(f"merged {other}: " + (", ".join(f"{n} {t}" for t, n in added.items() if n) or "nothing new"))
-    runs = list(store.db.query("select id, kind, gpu, started from runs where finished is not null"))
+    if compacted:
+        print(f"compacted {compact(store)} mutants outside their problem's sample")
+    runs = list(store.db.query("select id, kind, gpu, started from runs where finished is not null "
+                               "or id in (select distinct run from cells)"))
     store.close()
     if not runs:
         target.unlink()
-        sys.exit(f"{sources[0]}: no finished run to ship")
+        sys.exit(f"{sources[0]}: no finished run and no cells to ship")
     dst = sqlite3.connect(target)
     dst.execute("pragma journal_mode=delete")
     dst.execute("vacuum")
     dst.close()
     for run in runs:
         print(f"run {run['id']}: {run['kind']} on {run['gpu']} at {run['started']}")
-    print(f"wrote {target} ({target.stat().st_size // 1024} KiB)")
+    if packed != target:
+        with open(target, "rb") as src, lzma.open(packed, "wb", preset=9) as dst:
+            shutil.copyfileobj(src, dst)
+        target.unlink()
+    print(f"wrote {packed} ({packed.stat().st_size // 1024} KiB)")
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sources", nargs="+", type=Path)
-    ap.add_argument("--out", type=Path, default=embedded_store_path())
+    ap.add_argument("--out", type=Path, default=PACKAGE_DIR / "data" / "kernelbench.db.xz")
+    ap.add_argument("--compact", action="store_true", help="strip the mutants outside each problem's sample")
     args = ap.parse_args()
-    main(args.sources, args.out)
+    main(args.sources, args.out, args.compact)

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.paths import shipped_store_path
 from kbm_toolkit.plugins import all_protocols
 
 SIZE = (120, 34)
@@ -43,7 +43,7 @@ async def screens(store: Path, out: Path) -> list[Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", type=Path, default=embedded_store_path())
+    ap.add_argument("--store", type=Path, default=shipped_store_path("demo"))
     ap.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.paths import embedded_store_path, shipped_store_path
 from kbm_toolkit.store import Store
 
 PROTOCOLS = ("kernelbench", "kbv", "fuzz")
@@ -24,33 +24,62 @@ def fresh_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 
 
 def audit(runner: CliRunner, *args: str) -> dict:
-    result = runner.invoke(cli, ["audit", *args, "--json"])
+    store = list(args[:2]) if args[:1] == ("--store",) else []
+    result = runner.invoke(cli, [*store, "audit", *args[len(store):], "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
 
-def test_the_shipped_store_was_made_on_a_gpu_and_says_so() -> None:
-    store = Store(embedded_store_path(), readonly=True)
-    runs = list(store.db.query("select kind, gpu from runs where finished is not null"))
+@pytest.mark.parametrize("name", ["kernelbench", "demo"])
+def test_the_shipped_stores_were_made_on_a_gpu_and_say_so(name: str) -> None:
+    store = Store(shipped_store_path(name), readonly=True)
+    runs = list(store.db.query("select kind, gpu from runs where finished is not null "
+                               "or id in (select distinct run from cells)"))
     assert {"gate", "evaluate"} <= {r["kind"] for r in runs}
     assert all(r["gpu"] and "H200" in r["gpu"] for r in runs)
     gated = dict(store.db.execute("select gate_status, count(*) from substrates group by 1").fetchall())
-    assert gated.get("passed", 0) >= 188  # the floor for gated level-1/2 substrates, plus the demo set
+    assert gated.get("passed", 0) >= 188  # the floor for gated level-1/2 substrates
 
 
+def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
+    store = Store(embedded_store_path(), readonly=True)
+    levels = dict(store.db.execute("select p.level, count(distinct c.mutant) from cells c join mutants m "
+                                   "on m.id = c.mutant join problems p on p.key = m.problem group by 1").fetchall())
+    assert set(levels) == {"level1", "level2"} and sum(levels.values()) > 2000
+    assert store.sample_summary()["share"] == pytest.approx(0.1)
+
+
+def test_a_shipped_store_is_unpacked_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBM_CACHE", str(tmp_path))
+    first = shipped_store_path("demo")
+    assert first.parent == tmp_path / "shipped" and first.is_file()
+    stamp = first.stat().st_mtime_ns
+    assert shipped_store_path("demo") == first and first.stat().st_mtime_ns == stamp
+    assert not shipped_store_path("absent").is_file()
+
+
+@pytest.mark.parametrize("store", ["@kernelbench", "@demo"])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_a_fresh_machine_audits_every_builtin_protocol(fresh_user: CliRunner, protocol: str) -> None:
-    text = fresh_user.invoke(cli, ["audit", "--adapter", protocol])
+def test_a_fresh_machine_audits_every_builtin_protocol(fresh_user: CliRunner, protocol: str, store: str) -> None:
+    default = store == "@kernelbench"  # what a fresh machine reads with no --store at all
+    args = [] if default else ["--store", store]
+    text = fresh_user.invoke(cli, [*args, "audit", "--adapter", protocol])
     assert text.exit_code == 0, text.output
     assert text.output.startswith("Cells from NVIDIA H200")
-    report = audit(fresh_user, "--adapter", protocol)
+    report = audit(fresh_user, *args, "--adapter", protocol)
     assert report["protocol"] == protocol and report["witnessed"] > 100
     assert report["detected"] + report["missed"] == report["witnessed"]
     assert set(report["families"]) == {"arithmetic", "indexing", "semantic", "boundary", "synchronization",
                                        "precision"}
     low, high = report["band90_pct"]
     assert low <= report["detection_pct"] <= high
-    assert not report["missing"]["cells"], "the shipped store lacks cells this protocol needs"
+    if default:  # a sample, measured as far as the GPU time went: it says so, and what would fill it
+        assert report["sample"]["mutants"] < report["sample"]["distinct"]
+        if report["missing"]["cells"] or report["missing"]["checks"]:
+            assert "--sample 0.1" in text.output
+    else:
+        assert report["sample"] is None
+        assert not report["missing"]["cells"], "the shipped store lacks cells this protocol needs"
 
 
 def test_more_inputs_at_the_same_tolerance_detect_at_least_as_much(fresh_user: CliRunner) -> None:
@@ -71,8 +100,9 @@ def test_every_audit_json_key_is_documented_in_the_readme(fresh_user: CliRunner)
     assert not undocumented
 
 
-def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_user: CliRunner) -> None:
-    result = fresh_user.invoke(cli, ["suite", "--budget", "2"])
+@pytest.mark.parametrize("store", [[], ["--store", "@demo"]])
+def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_user: CliRunner, store: list) -> None:
+    result = fresh_user.invoke(cli, [*store, "suite", "--budget", "2"])
     assert result.exit_code == 0, result.output
     rows = {line.split()[0]: [float(v.rstrip("%")) for v in line.split()[-6:]]
             for line in result.output.splitlines() if line.startswith(("full", "held"))}

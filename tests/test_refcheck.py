@@ -80,6 +80,6 @@ def test_refcheck_command_stores_checks_resumes_and_the_audit_reads_them(tmp_pat
 
 @pytest.mark.parametrize("protocol", ["kernelbench", "kbv"])
 def test_the_shipped_audit_leaves_out_the_vacuous_softmax(protocol: str) -> None:
-    result = CliRunner().invoke(cli, ["audit", "-a", protocol, "--json"], env={"KBM_STORE": ""})
+    result = CliRunner().invoke(cli, ["--store", "@demo", "audit", "-a", protocol, "--json"])
     report = json.loads(result.stdout)
     assert "all-zeros" in report["excluded"].get("demo/2_Softmax", "")
