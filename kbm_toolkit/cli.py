@@ -123,7 +123,7 @@ def doctor(obj: Context) -> None:
     Example: kbm doctor
     """
     from kbm_toolkit.environment import describe_task
-    from kbm_toolkit.paths import cache_dir, embedded_store_path
+    from kbm_toolkit.paths import SHIPPED_STORES, cache_dir, shipped_store_path
 
     info = describe_task()
     rows = [("kbm", info["kbm"]), ("python", f"{info['python']} ({info['python_executable']})"),
@@ -143,8 +143,9 @@ def doctor(obj: Context) -> None:
     if not obj.kernelbench:
         rows.append(("KernelBench", "not set: pass --kernelbench PATH or set KBM_KERNELBENCH"))
     rows.append(("store", str(obj.resolved_store_path())))
-    rows.append(("embedded store", f"{embedded_store_path()}"
-                 + ("" if embedded_store_path().is_file() else " (absent)")))
+    for name in SHIPPED_STORES:
+        path = shipped_store_path(name)
+        rows.append((f"shipped @{name}", f"{path}" + ("" if path.is_file() else " (absent)")))
     rows.append(("compile cache", str(cache_dir())))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:

@@ -38,6 +38,7 @@ class Matrix:
     evaluated: dict[str, int] = field(default_factory=dict)
     """Input -> how many of the mutants have a cell on it (passing or not)."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
+    _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] | None = field(default=None, repr=False)
 
     @property
@@ -46,7 +47,6 @@ class Matrix:
         if self._stopped is None:
             self._stopped = {m for (m, _), (outcome, _) in self.cells.items() if outcome in ("crash", "timeout")}
         return self._stopped
-    _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
 
     def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
         """The cells of one input, by mutant."""
@@ -293,4 +293,3 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded)
     report["sample"] = store.sample_summary()
     return report
-

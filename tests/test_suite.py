@@ -28,6 +28,13 @@ def test_ties_go_to_the_smaller_input_id() -> None:
     assert greedy_cover({"z": {1}, "y": {1}}, {1}, 1) == ["y"]
 
 
+def test_unused_budget_goes_to_the_fallback_inputs_in_order() -> None:
+    kills = {"a": {"m1"}, "b": {"m1"}, "off0": set(), "off1": set()}
+    assert greedy_cover(kills, {"m1"}, 3, ["off0", "a", "off1"]) == ["a", "off0", "off1"]
+    assert greedy_cover(kills, set(), 2, ["off1", "gone", "off0"]) == ["off1", "off0"]  # an empty dev half
+    assert greedy_cover(kills, set(), 2) == []
+
+
 def test_held_out_split_is_stable_and_near_even() -> None:
     ids = [f"{i:012x}" for i in range(2000)]
     halves = [half(i) for i in ids]
