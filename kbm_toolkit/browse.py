@@ -25,6 +25,8 @@ class Overview:
     detected: dict[str, dict[str, set[str]]]
     """protocol → problem → detected mutants."""
     false_rejections: dict[str, int] = field(default_factory=dict)
+    sample: dict[str, Any] | None = None
+    """The store's sample (`Store.sample_summary`), None when every mutant is evaluated."""
 
     @property
     def total(self) -> int:
@@ -78,7 +80,7 @@ def overview(store: Any, protocols: list[Protocol]) -> Overview:
     results = [run_protocol(p, matrices) for p in protocols]
     return Overview(protocols, {mx.problem.key: mx for mx in matrices}, witnessed(results),
                     {r.protocol: r.detected for r in results},
-                    {r.protocol: len(r.false_rejections) for r in results})
+                    {r.protocol: len(r.false_rejections) for r in results}, store.sample_summary())
 
 
 def mutant_detail(store: Any, mutant_id: str, protocols: list[Protocol]) -> dict[str, Any]:

@@ -96,3 +96,20 @@ def test_patterns_snapshot(snap_compare, store_path: Path) -> None:
         await _settle(pilot)
 
     assert snap_compare(KbmApp(store_path, PROTOCOLS), terminal_size=(110, 24), run_before=settle)
+
+
+def test_the_overview_says_when_the_store_is_a_sample(store_path: Path) -> None:
+    from kbm_toolkit.store import Store
+
+    store = Store(store_path)
+    with store.db.conn:  # as a `kbm run --sample 0.5` on a fresh store would have left it
+        store.db.execute("update problems set sample = 0.5 where key = 'demo/1_LeakyReLU'")
+    store.close()
+    asyncio.run(_summary_mentions_the_sample(store_path))
+
+
+async def _summary_mentions_the_sample(store_path: Path) -> None:
+    app = KbmApp(store_path, PROTOCOLS)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _settle(pilot)
+        assert "Mutants: a 50% sample" in str(app.screen.query_one("#summary").render())

@@ -62,7 +62,9 @@ class OverviewScreen(DataScreen):
         self.query_one("#summary", Static).update(
             f"{data.total:,} witnessed mutants over {len(data.witnessed)} problems; "
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
-            + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items()))
+            + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items())
+            + (f". Mutants: a {data.sample['share']:.0%} sample ({data.sample['mutants']:,} of "
+               f"{data.sample['distinct']:,} distinct)" if data.sample else ""))
         table = self.query_one(DataTable)
         table.clear(columns=True)
         table.add_columns("family", "witnessed", *[f"{p.name} missed" for p in data.protocols])
