@@ -572,13 +572,15 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
 
     store = obj.read_store()
     if tables:
-        from kbm_toolkit.report_tables import table1, table2
+        from kbm_toolkit.report_tables import markdown, table1, table2
         from kbm_toolkit.score import audit_store
 
         chosen = [load_protocol(a) for a in adapters or ("kernelbench", "kbv", "fuzz")]
         audits = {p.name: audit_store(store, p, all_protocols()) for p in chosen}
-        click.echo(f"{provenance(store)}\n\nTable 1: the mutation pipeline\n\n{table1(store, audits[chosen[0].name])}"
-                   f"\n\nTable 2: witnessed mutants by family, and the share each protocol misses\n\n{table2(audits)}")
+        click.echo(f"{provenance(store)}\n\nTable 1: the mutation pipeline\n\n"
+                   f"{markdown(table1(store, audits[chosen[0].name]))}\n\n"
+                   f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
+                   f"{markdown(table2(audits))}")
         return
     if out is None:
         raise click.UsageError("give --out DIR for the figures, or --tables for the Markdown tables")

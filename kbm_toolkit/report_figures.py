@@ -11,8 +11,10 @@ from typing import Any
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.protocols import Protocol
+from kbm_toolkit.report_tables import html as table_html
+from kbm_toolkit.report_tables import table1, table2
 from kbm_toolkit.rules import FAMILIES
-from kbm_toolkit.score import audit, load_matrices
+from kbm_toolkit.score import audit_store, load_matrices
 from kbm_toolkit.suite import budget_curve
 
 STAGES = ("compile_error", "duplicate", "equivalent", "crash_probe", "distinct")
@@ -54,7 +56,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     matrices = load_matrices(store)
-    audits = {p.name: audit(p, matrices, protocols) for p in protocols}
+    audits = {p.name: audit_store(store, p, protocols) for p in protocols}  # as `kbm audit` scores them
     figures: list[tuple[str, list[str]]] = []
 
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -129,22 +131,17 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
              "<h1>kbm report</h1>"]
     first = next(iter(audits.values()), {})
     parts.append(f"<p>{e(first.get('provenance', ''))}</p>")
-    parts.append("<h2>Table 1: the mutation pipeline</h2><table><tr><th>family</th><th>generated</th>"
+    parts.append("<h2>Mutants by family and screening stage</h2><table><tr><th>family</th><th>generated</th>"
                  + "".join(f"<th>{e(s.replace('_', ' '))}</th>" for s in STAGES) + "</tr>")
     for family, counts in pipeline_table(store):
         parts.append(f"<tr><td>{e(family)}</td><td>{sum(counts.values())}</td>"
                      + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STAGES) + "</tr>")
-    parts.append("</table><h2>Table 2: witnessed mutants and misses by family</h2><table><tr><th>family</th>"
-                 "<th>witnessed</th>" + "".join(f"<th>{e(n)} missed %</th>" for n in audits) + "</tr>")
-    families = [f for f in FAMILIES if any(f in a["families"] for a in audits.values())]
-    for f in families:
-        w = next(a["families"][f]["witnessed"] for a in audits.values() if f in a["families"])
-        parts.append(f"<tr><td>{e(f)}</td><td>{w}</td>" + "".join(
-            f"<td>{a['families'][f]['missed_pct']:.1f}</td>" if f in a["families"] else "<td>-</td>"
-            for a in audits.values()) + "</tr>")
-    parts.append("<tr><td>all</td><td>" + str(first.get("witnessed", 0)) + "</td>" + "".join(
-        f"<td>{100 - a['detection_pct']:.1f}</td>" if a.get("detection_pct") is not None else "<td>-</td>"
-        for a in audits.values()) + "</tr></table>")
+    parts.append("</table>")
+    official = audits.get("kernelbench") or first
+    parts.append(f"<h2>Table 1: the mutation pipeline and {e(official.get('protocol', ''))}</h2>"
+                 + table_html(table1(store, official)))
+    parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"
+                 + table_html(table2(audits)))
     for title, files in figures:
         parts.append(f"<h2>{e(title)}</h2><img src='{e(files[1])}' alt='{e(title)}' style='max-width:100%'>")
     return "\n".join(parts)

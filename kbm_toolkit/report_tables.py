@@ -1,5 +1,5 @@
-"""The paper's Table 1 (the pipeline in numbers) and Table 2 (families, witnessed, missed) as
-Markdown, computed from the store: `kbm report --tables`."""
+"""The paper's Table 1 (the pipeline in numbers) and Table 2 (families, witnessed, missed),
+computed from the store: Markdown for `kbm report --tables`, HTML for `kbm report --out`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ def pipeline_counts(store: Any) -> Counter:
     return Counter({r[0]: r[1] for r in store.db.execute("select status, count(*) from mutants group by status")})
 
 
-def table1(store: Any, official: dict[str, Any]) -> str:
-    """Table 1: from generated mutants to the witnessed denominator and the official check's misses."""
+def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Table 1 (header, rows): from generated mutants to the witnessed denominator and the
+    official check's misses."""
     counts = pipeline_counts(store)
     problems = store.db.execute("select count(distinct problem) from mutants").fetchone()[0]
     rules = store.db.execute("select count(distinct rule) from mutants").fetchone()[0]
@@ -38,11 +39,12 @@ def table1(store: Any, official: dict[str, Any]) -> str:
         lo, hi = official["band90_pct"]
         rows.append(("miss rate (90% band over problems)", f"{100 - official['detection_pct']:.1f}% "
                                                             f"({100 - hi:.1f}–{100 - lo:.1f}%)"))
-    return _markdown(("", "count"), rows)
+    return ("", "count"), rows
 
 
-def table2(audits: dict[str, dict[str, Any]]) -> str:
-    """Table 2: per family, rules with a witness, witnessed mutants, and each protocol's missed %."""
+def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Table 2 (header, rows): per family, rules with a witness, witnessed mutants (the first
+    protocol's denominator), and each protocol's missed %."""
     first = next(iter(audits.values()))
     families = [f for f in FAMILIES if f in first["families"]]
     rows = []
@@ -53,10 +55,22 @@ def table2(audits: dict[str, dict[str, Any]]) -> str:
     rows.append(("all", str(sum(first["families"][f]["rules"] for f in families)), f"{first['witnessed']:,}",
                  *(f"{100 - a['detection_pct']:.1f}%" if a.get("detection_pct") is not None else "–"
                    for a in audits.values())))
-    return _markdown(("family", "rules", "witnessed", *(f"{name} missed" for name in audits)), rows)
+    return ("family", "rules", "witnessed", *(f"{name} missed" for name in audits)), rows
 
 
-def _markdown(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
+    """A table as Markdown, the first column left-aligned and the others right."""
+    header, rows = table
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
+    """A table as HTML."""
+    import html as escape
+
+    header, rows = table
+    cells = ["<tr>" + "".join(f"<th>{escape.escape(h)}</th>" for h in header) + "</tr>"]
+    cells += ["<tr>" + "".join(f"<td>{escape.escape(v)}</td>" for v in r) + "</tr>" for r in rows]
+    return "<table>" + "".join(cells) + "</table>"

@@ -25,5 +25,6 @@ def test_report_draws_every_figure_and_the_tables(tmp_path: Path, demo: ProblemS
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.svg").is_file()
     page = (out / "index.html").read_text()
     assert "Table 1: the mutation pipeline" in page and "Table 2" in page
-    assert "<td>precision</td><td>1</td><td>100.0</td><td>0.0</td>" in page  # B: missed at 1e-2, caught at 1e-3
+    # precision: one rule, one witnessed mutant (B), missed at 1e-2 and caught at 1e-3
+    assert "<td>precision</td><td>1</td><td>1</td><td>100.0%</td><td>0.0%</td>" in page
 
