@@ -384,9 +384,13 @@ def show(obj: Context, mutant_id: str) -> None:
 @click.option("--no-probe", is_flag=True, help="Skip the tiny-input crash probe.")
 @click.option("--rerun-crashers", is_flag=True,
               help="Run a mutant on every input even after it crashed or hung on one (each crash costs a restart).")
+@click.option("--survivors-of", "survivors_of",
+              help="Only the mutants this protocol does not detect in the store (e.g. new inputs on what the "
+                   "official check misses).")
 @click.pass_obj
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
-            gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool) -> None:
+            gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
+            survivors_of: str | None) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -404,6 +408,12 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     selected = obj.problems().select(problems, level)
     if not problems:
         selected = [p for p in selected if p.key in with_mutants]
+    only = None
+    if survivors_of:
+        from kbm_toolkit.plugins import load_protocol
+        from kbm_toolkit.score import survivors
+
+        only = survivors(store, load_protocol(survivors_of))
     env = device_env()
     if not env.get("cuda"):
         raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
@@ -414,7 +424,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
             store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
             on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"), workers_per_gpu=workers,
-            sample=sample, rerun_crashers=rerun_crashers)
+            sample=sample, rerun_crashers=rerun_crashers, only=only)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     if any(v != "done" for v in summary.problems.values()):
@@ -494,25 +504,29 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
 
     Example: kbm targets --level demo --emit ./targets
     """
-    from kbm_toolkit.evaluation_run import check_inputs
+    from kbm_toolkit.evaluation_run import run_evaluation
     from kbm_toolkit.mutate import substrate_hash
     from kbm_toolkit.substrates import has_substrate, substrate_for
     from kbm_toolkit.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
 
     store = obj.store()
     selected = [p for p in obj.problems().select(problems, level) if has_substrate(p)]
-    env: dict[str, Any] | None = None
+
+    def limits_of(problem: Any) -> dict[str, float | None]:
+        checks = store.checked_inputs(problem.key, substrate_hash(substrate_for(problem)))
+        return ceiling(checks, ceiling_probes(problem), tolerance)
+
+    unmeasured = [p for p in selected if None in limits_of(p).values()]
+    if unmeasured:
+        env = device_env()
+        if env.get("cuda"):  # every problem's probes in one run: warm workers, every visible GPU
+            click.echo(f"Measuring the validity ceiling of {len(unmeasured)} problems on {env['gpu']}...", err=True)
+            run_evaluation(store, unmeasured, ceiling_probes, "ceiling", env["arch"], env,
+                           gpus=env.get("gpus") or 1, checks_only=True)
     generated = {}
     for problem in selected:
         substrate = substrate_for(problem)
-        probes = ceiling_probes(problem)
-        limits = ceiling(store.checked_inputs(problem.key, substrate_hash(substrate)), probes, tolerance)
-        if None in limits.values():
-            if env is None:
-                env = device_env()
-            if env.get("cuda"):
-                check_inputs(store, problem, probes, "ceiling", env["arch"], env)
-                limits = ceiling(store.checked_inputs(problem.key, substrate_hash(substrate)), probes, tolerance)
+        limits = limits_of(problem)
         words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())
         generated[problem.key] = targeted_specs(problem, limits, substrate.gate_shapes, seeds)
         click.echo(f"{problem.key}: {len(generated[problem.key])} targeted inputs; ceiling {words}")

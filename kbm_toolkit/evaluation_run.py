@@ -97,7 +97,7 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
                  pool: Executor | None = None) -> ProblemPlan:
     """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached; across `pool`)."""
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
-    chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows]
+    chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows] if rows else []
     if pool is not None:  # fill the cache in parallel; the loop below then only reads it
         list(pool.map(_warm_cache, [(m.kernel_source, arch) for m in chosen if m.target == "kernel"], chunksize=8))
     mutants = []
@@ -202,28 +202,6 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
     return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers)
 
 
-def check_inputs(store: Any, problem: Problem, specs: list[InputSpec], source: str, arch: str,
-                 env: dict[str, Any], target: str = TARGET) -> str:
-    """Run only the reference and the correct substrate on `specs` (no mutants): their validity.
-
-    Used to locate a problem's validity ceiling; checks already stored are skipped.
-    """
-    substrate = substrate_for(problem)
-    plan = ProblemPlan(problem, substrate, substrate_hash(substrate),
-                       asdict(compile_source(substrate.source, arch, where=str(substrate.kernel_path))),
-                       [], None, specs)
-    store.record_problem(problem)
-    store.record_inputs(specs, source)
-    checked = set(store.checked_inputs(problem.key, plan.substrate_hash))
-    run_id = store.start_run("check", env)
-    with Worker(target) as worker:
-        verdict = _drive(worker, plan, specs, [], set(), checked,
-                         lambda rec: store.record_input_check(plan.substrate_hash, run_id, rec)
-                         if rec["kind"] == "input" else None, mutant_deadline_s)
-    store.finish_run(run_id)
-    return verdict
-
-
 def _crashed(store: Any, problem: str, probe: InputSpec | None) -> set[str]:
     """Mutants of `problem` with a stored crash or timeout on one of its real (not probe) inputs."""
     rows = store.db.execute("select distinct c.mutant from cells c join mutants m on m.id = c.mutant "
@@ -246,14 +224,17 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                    target: str = TARGET, on_progress: Callable[[int, int], None] | None = None,
                    on_problem: Callable[[str, str], None] | None = None, rules: list[Any] | None = None,
                    deadline: Callable[[float | None], float] = mutant_deadline_s,
-                   workers_per_gpu: int = 1, sample: float | None = None, rerun_crashers: bool = False) -> RunSummary:
+                   workers_per_gpu: int = 1, sample: float | None = None, rerun_crashers: bool = False,
+                   only: dict[str, set[str]] | None = None, checks_only: bool = False) -> RunSummary:
     """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`.
 
     With `sample`, only that deterministic share of each problem's mutants (`mutate.in_sample`);
     the store records the share, and scores are over it. Problems run in an order fixed by a hash
     of their keys, so a run stopped early has covered a random subset of problems, not the first
     level's matmuls. A mutant that crashes or hangs on an input is not run on the others unless
-    `rerun_crashers`.
+    `rerun_crashers`. `only` (problem -> mutant ids) narrows the mutants further, e.g. to those
+    a protocol misses. `checks_only` runs no mutant at all, only each input's validity check (the
+    reference and the correct kernel): how `kbm targets` locates validity ceilings.
 
     With `workers_per_gpu` > 1, several workers share each GPU, each on its own problems, so
     one worker's restart after a crashing mutant leaves the GPU busy with the others.
@@ -262,18 +243,26 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     thread compiles one problem's mutants across a process pool while the workers evaluate the
     problems already compiled.
     """
-    run_id = store.start_run("evaluate", env)
+    run_id = store.start_run("check" if checks_only else "evaluate", env)
+    probe = probe and not checks_only
     summary = RunSummary()
     views, hashes, jobs, total = {}, {}, [], 0
     for problem in sorted(problems, key=lambda p: hashlib.sha256(p.key.encode()).hexdigest()):
         specs = specs_for(problem)
-        substrate, sh, rows = stored_mutants(store, problem, sample)
+        if checks_only:
+            substrate = substrate_for(problem)
+            sh, rows = substrate_hash(substrate), {}
+        else:
+            substrate, sh, rows = stored_mutants(store, problem, sample)
+            if only is not None:
+                rows = {m: r for m, r in rows.items() if m in only.get(problem.key, ())}
         probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
-        store.widen_sample(problem.key, sample)
-        if not rows:  # a small problem whose sample drew none of its mutants
-            summary.problems[problem.key] = "done"
-            continue
+        if not checks_only:
+            store.widen_sample(problem.key, sample)
+            if not rows:  # a small problem whose sample drew none of its mutants, or none is left
+                summary.problems[problem.key] = "done"
+                continue
         store.record_inputs(specs + ([probe_input] if probe_input else []), source)
         done = {pair for pair in store.done_pairs(problem.key) if pair[0] in rows}
         checks = store.checked_inputs(problem.key, sh)

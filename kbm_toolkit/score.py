@@ -293,3 +293,12 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded)
     report["sample"] = store.sample_summary()
     return report
+
+
+def survivors(store: Any, protocol: Protocol) -> dict[str, set[str]]:
+    """Per problem, the scored mutants `protocol` does not detect from what the store holds
+    (a problem the protocol cannot build inputs for keeps all of its mutants)."""
+    matrices = load_matrices(store, protocol.tolerance)
+    result = run_protocol(protocol, matrices)
+    return {mx.problem.key: set(mx.mutants) - result.detected.get(mx.problem.key, set()) for mx in matrices}
+

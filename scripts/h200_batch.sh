@@ -6,6 +6,8 @@
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
 #                                           .kbm/kb-seed.db, gated and mutated); SAMPLE share of mutants, default 0.1;
 #                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU; returns kb.db.gz)
+#                                           kb-targets (ceilings and targeted inputs, run on the official survivors)
+#                                           kb-refcheck (KernelBench references against fp64)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
 #                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
 # Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
@@ -61,6 +63,30 @@ for step in "$@"; do
             python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n3
             python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
             gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz" ;;
+        kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses
+            [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+            for level in level1 level2; do
+                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                    --kernelbench third_party/KernelBench targets --level $level --emit .kbm/kb-targets-$level \
+                    > "$OUT/logs/kb-targets-$level.txt" 2>&1
+                echo "targets $level: exit $?; $(tail -n1 "$OUT/logs/kb-targets-$level.txt")"
+                cp .kbm/kb-targets-$level/protocol.toml "$OUT/kb-targets-$level.toml" 2>/dev/null
+            done
+            timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
+                --inputs .kbm/kb-targets-level1,.kbm/kb-targets-level2 --survivors-of kernelbench \
+                --sample "${SAMPLE:-0.1}" > "$OUT/logs/kb-targets-run.txt" 2>&1
+            echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")"
+            python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
+            gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz" ;;
+        kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)
+            [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+            for level in level1 level2; do
+                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                    --kernelbench third_party/KernelBench refcheck -a kernelbench --level $level \
+                    > "$OUT/logs/kb-refcheck-$level.txt" 2>&1
+                echo "refcheck $level: exit $?; $(tail -n1 "$OUT/logs/kb-refcheck-$level.txt")"
+            done ;;
         workers-ab)  # the same sampled problems with 1 and with $WORKERS workers, one GPU each, side by side
             for w in 1 "${WORKERS:-3}"; do
                 cp "${KB_SEED:-.kbm/kb-seed.db}" "/tmp/ab-$w.db"

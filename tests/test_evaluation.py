@@ -233,3 +233,53 @@ def test_rerun_crashers_runs_a_crashed_mutant_on_every_input(tmp_path: Path, mon
     run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
                    target=FAKE, rules=RULES, deadline=fast_deadline, rerun_crashers=True)
     assert all(cells(store)[(poisoner, i)][0] == "crash" for i in inputs)
+
+
+def test_checks_only_runs_every_input_check_and_no_mutant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path / "s.db")  # no mutants at all: a ceiling search needs none
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
+    summary = run_evaluation(store, problems, specs_for, "ceiling", "sm_90", {"gpu": "fake"}, target=FAKE,
+                             rules=RULES, deadline=fast_deadline, checks_only=True, workers_per_gpu=2)
+    assert summary.problems == {p.key: "done" for p in problems}
+    assert store.db["cells"].count == 0
+    checked = {r["input"] for r in store.db["input_checks"].rows}
+    assert checked == {s.id for p in problems for s in specs_for(p)}
+    assert store.samples() == {} and {r["kind"] for r in store.db["runs"].rows} == {"check"}
+
+
+def test_only_runs_the_mutants_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
+                   deadline=fast_deadline, only={problem.key: set(ids[:2])})
+    assert {r["mutant"] for r in store.db["cells"].rows} == set(ids[:2])
+
+
+def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import kbm_toolkit.cli as cli_module
+    import kbm_toolkit.evaluation_run as evaluation_run
+
+    monkeypatch.setenv("KBM_FAKE", "{}")  # every probe passes: the ceiling is the largest scale probed
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU", "gpus": 1})
+    calls = []
+    real = evaluation_run.run_evaluation
+
+    def fake_run(*a, **k):
+        calls.append(sorted(p.key for p in a[1]))
+        return real(*a, target=FAKE, deadline=fast_deadline, **k)
+
+    monkeypatch.setattr(evaluation_run, "run_evaluation", fake_run)
+    args = ["--store", str(tmp_path / "s.db"), "targets", "demo/1", "demo/3", "--emit", str(tmp_path / "t")]
+    result = CliRunner().invoke(cli_module.cli, args)
+    assert result.exit_code == 0, result.output
+    assert calls == [["demo/1_LeakyReLU", "demo/3_LayerNorm"]]
+    assert "ceiling sign-mixed x10000, same-sign x10000" in result.output
+    assert CliRunner().invoke(cli_module.cli, args).exit_code == 0 and len(calls) == 1  # measured once, stored

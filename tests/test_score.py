@@ -122,6 +122,15 @@ def test_a_mutant_stopped_by_a_crash_lacks_cells_only_where_they_matter(demo: Pr
     assert not run_protocol(KBV, load_matrices(store, floor)).missing_cells
 
 
+def test_survivors_are_the_scored_mutants_a_protocol_misses(demo: ProblemSet) -> None:
+    from kbm_toolkit.score import survivors
+
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    assert survivors(store, KB) == {"demo/1_LeakyReLU": {"B", "C", "D"}}
+    assert survivors(store, KBV) == {"demo/1_LeakyReLU": {"D"}}
+
+
 def test_unrefereeable_problems_are_excluded(demo: ProblemSet) -> None:
     store = Store(":memory:")
     seed(store, demo.get("demo/1"))
