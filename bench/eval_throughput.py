@@ -23,12 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def analyse(store: Any, run_id: int, wall_s: float | None = None) -> dict[str, Any]:
     """The split of one evaluate run's time, from what it stored."""
-    run = store.db.execute("select started, finished from runs where id = ?", [run_id]).fetchone()
+    run = store.db.execute("select started, coalesce(finished, stopped) from runs where id = ?", [run_id]).fetchone()
     if wall_s is None:
         from datetime import datetime
 
         if not run or not run[1]:
-            raise SystemExit(f"run {run_id} has not finished; pass a finished evaluate run")
+            raise SystemExit(f"run {run_id} has neither finished nor recorded when it stopped "
+                             "(killed outright): its wall time is unknown")
         wall_s = (datetime.fromisoformat(run[1]) - datetime.fromisoformat(run[0])).total_seconds()
     cells, launch_ms = store.db.execute("select count(*), coalesce(sum(ms), 0) from cells where run = ?",
                                         [run_id]).fetchone()

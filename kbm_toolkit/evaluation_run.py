@@ -310,6 +310,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     batch: list[dict[str, Any]] = []
     count = already
     last_flush = time.monotonic()
+    completed = False
     try:
         while any(t.is_alive() for t in threads) or not results.empty():
             try:
@@ -339,6 +340,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 last_flush = time.monotonic()
             if on_progress:
                 on_progress(count, total)
+        completed = True
     finally:
         store.record_cells(run_id, batch)
         summary.cells += len(batch)
@@ -349,5 +351,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             t.start()
         for t in closing:
             t.join()
+        if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time
+            store.stop_run(run_id)
     store.finish_run(run_id)
     return summary

@@ -41,15 +41,15 @@ SHIPPED_STORES = {"kernelbench": "the KernelBench pool (a sample), the default f
 def shipped_store_path(name: str = "kernelbench") -> Path:
     """A shipped store, unpacked once into the cache; a path that does not exist when it is absent.
 
-    The package holds `data/NAME.db.xz`; the unpacked copy is named by the packed file's hash,
-    so a new kbm never reads an old copy.
+    The package holds `data/NAME.db.xz`; the unpacked copy is migrated to this kbm's schema and
+    named by the packed file's hash and that schema, so no kbm reads a copy made by another.
     """
     packed = PACKAGE_DIR / "data" / f"{name}.db.xz"
     if not packed.is_file():
         return PACKAGE_DIR / "data" / f"{name}.db"  # absent
     digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
     for folder in (cache_dir() / "shipped", Path(tempfile.gettempdir()) / "kbm-shipped"):
-        target = folder / f"{name}-{digest}.db"
+        target = folder / f"{name}-{digest}-m{_schema_version()}.db"  # one copy per packed file and schema
         if target.is_file():
             return target
         try:
@@ -57,11 +57,29 @@ def shipped_store_path(name: str = "kernelbench") -> Path:
             partial = target.with_name(f"{target.name}.{os.getpid()}.part")
             with lzma.open(packed) as src, open(partial, "wb") as dst:
                 shutil.copyfileobj(src, dst)
+            _upgrade(partial)
             os.replace(partial, target)  # atomic: a concurrent reader never sees half a file
             return target
         except OSError:
             continue  # e.g. a read-only cache folder: try the next one
     raise OSError(f"cannot unpack {packed}: no writable cache folder")
+
+
+def _schema_version() -> int:
+    from kbm_toolkit.store import MIGRATIONS
+
+    return len(MIGRATIONS)
+
+
+def _upgrade(path: Path) -> None:
+    """Apply this kbm's pending migrations to an unpacked copy, once, so reads need no upgrade."""
+    import sqlite3
+
+    from kbm_toolkit.store import Store
+
+    Store(path).close()
+    with sqlite3.connect(path) as conn:  # back to one file: readers open it read-only
+        conn.execute("pragma journal_mode=delete")
 
 
 def embedded_store_path() -> Path:

@@ -119,6 +119,12 @@ def m007_problem_sample(db: sqlite_utils.Database) -> None:
     db["problems"].add_column("sample", float)
 
 
+@migration
+def m008_run_stopped(db: sqlite_utils.Database) -> None:
+    # when an interrupted run (Ctrl-C, a time limit) stopped: its wall time, hence its throughput
+    db["runs"].add_column("stopped", str)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -205,6 +211,11 @@ class Store:
     def finish_run(self, run_id: int) -> None:
         with self.db.conn:
             self.db["runs"].update(run_id, {"finished": _now()})
+
+    def stop_run(self, run_id: int) -> None:
+        """Record that an interrupted run stopped now (`finished` stays empty)."""
+        with self.db.conn:
+            self.db["runs"].update(run_id, {"stopped": _now()})
 
     def run(self, run_id: int) -> dict[str, Any]:
         return self.db["runs"].get(run_id)
@@ -458,7 +469,7 @@ class Store:
                              other.path or ":memory:")
         added: dict[str, int] = {}
         def key(run: dict[str, Any]) -> tuple:
-            return tuple(v for k, v in sorted(run.items()) if k not in ("id", "finished"))
+            return tuple(v for k, v in sorted(run.items()) if k not in ("id", "finished", "stopped"))
 
         shares = self._evaluated_share()
         for k, f in other._evaluated_share().items():

@@ -51,8 +51,12 @@ def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
 
 def test_a_shipped_store_is_unpacked_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KBM_CACHE", str(tmp_path))
+    from kbm_toolkit.store import MIGRATIONS
+
     first = shipped_store_path("demo")
     assert first.parent == tmp_path / "shipped" and first.is_file()
+    assert first.name.endswith(f"-m{len(MIGRATIONS)}.db")  # migrated once, as it was unpacked
+    assert Store(first, readonly=True).applied() == [name for name, _ in MIGRATIONS]
     stamp = first.stat().st_mtime_ns
     assert shipped_store_path("demo") == first and first.stat().st_mtime_ns == stamp
     assert not shipped_store_path("absent").is_file()

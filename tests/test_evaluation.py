@@ -283,3 +283,22 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
     assert calls == [["demo/1_LeakyReLU", "demo/3_LayerNorm"]]
     assert "ceiling sign-mixed x10000, same-sign x10000" in result.output
     assert CliRunner().invoke(cli_module.cli, args).exit_code == 0 and len(calls) == 1  # measured once, stored
+
+
+def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.setenv("KBM_FAKE_DELAY", "0.02")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+
+    def interrupt(done: int, total: int) -> None:
+        if done >= 4:
+            raise KeyboardInterrupt  # what Ctrl-C or `timeout -s INT` raises in the parent
+
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
+                       target=FAKE, rules=RULES, deadline=fast_deadline, on_progress=interrupt)
+    run = store.db["runs"].get(1)
+    assert run["finished"] is None and run["stopped"] >= run["started"]
+    assert 4 <= store.db["cells"].count < len(ids) * 4
