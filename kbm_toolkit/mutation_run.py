@@ -53,9 +53,11 @@ def gated_sources(store: Any) -> dict[str, str]:
 
 
 def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: tuple[str, ...] | None = None,
-                    workers: int | None = None, require_gate: bool = True, progress: Any = None) -> MutationSummary:
-    """Generate, screen and store the mutants of every selected problem that may be mutated."""
-    rules = load_rules()
+                    workers: int | None = None, require_gate: bool = True, progress: Any = None,
+                    rules: list[Any] | None = None) -> MutationSummary:
+    """Generate, screen and store the mutants of every selected problem that may be mutated
+    (under `rules` when given, else the catalog's, narrowed to `rule_names`)."""
+    rules = load_rules() if rules is None else rules
     if rule_names:
         unknown = sorted(set(rule_names) - {r.name for r in rules})
         if unknown:

@@ -14,11 +14,10 @@ import pytest
 
 from kbm_toolkit.evaluation_run import run_evaluation
 from kbm_toolkit.inputs import InputSpec
-from kbm_toolkit.mutate import generate, screen
+from kbm_toolkit.mutation_run import mutate_problems
 from kbm_toolkit.problems import ProblemSet
 from kbm_toolkit.rules import load_rules
 from kbm_toolkit.store import Store
-from kbm_toolkit.substrates import substrate_for
 
 from conftest import REPO
 
@@ -34,16 +33,17 @@ def fast_deadline(_: float | None) -> float:
     return 1.5
 
 
-def seeded_store(path: Path) -> tuple[Store, list[str]]:
-    problem = ProblemSet.discover().get("demo/3")
-    substrate = substrate_for(problem)
-    mutants = generate(substrate, RULES)
-    screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), "sm_90", workers=1)
+def mutated_store(path: Path, keys: tuple[str, ...]) -> Store:
+    """A store holding the screened mutants of `keys` under RULES, as `kbm mutate` leaves it."""
     store = Store(path)
-    store.record_problem(problem)
-    store.record_rules(RULES)
-    store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, "sm_90")
-    return store, [s.mutant.id for s in screened if s.status == "distinct"]
+    mutate_problems(store, [ProblemSet.discover().get(k) for k in keys], "sm_90", workers=1, require_gate=False,
+                    rules=RULES)
+    return store
+
+
+def seeded_store(path: Path) -> tuple[Store, list[str]]:
+    store = mutated_store(path, ("demo/3",))
+    return store, [r["id"] for r in store.mutants("demo/3_LayerNorm", status="distinct")]
 
 
 def evaluate(store: Store, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, str]) -> object:
@@ -162,14 +162,7 @@ def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeyp
 
 def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
-    store = Store(tmp_path / "s.db")
-    store.record_rules(RULES)
-    for problem in problems:
-        substrate = substrate_for(problem)
-        mutants = generate(substrate, RULES)
-        screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), "sm_90", workers=1)
-        store.record_problem(problem)
-        store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, "sm_90")
+    store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
     crasher = next(r["id"] for r in store.mutants("demo/1_LeakyReLU") if r["status"] == "distinct")
     monkeypatch.setenv("KBM_FAKE", json.dumps({crasher: "crash"}))
     monkeypatch.syspath_prepend(str(REPO / "tests"))

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
 from kbm_toolkit.export import stryker_report
-from kbm_toolkit.mutate import generate, screen
+from kbm_toolkit.mutation_run import mutate_problems
 from kbm_toolkit.plugins import load_protocol
 from kbm_toolkit.problems import ProblemSet
 from kbm_toolkit.store import Store
@@ -26,19 +26,15 @@ def build(path: Path, demo: ProblemSet) -> tuple[Store, dict[str, str]]:
     """demo/1's screening mutants: slope-div killed by an official input, one distinct mutant left
     unevaluated, plus the compile error, the equivalent and the duplicate."""
     problem = demo.get("demo/1")
-    substrate = substrate_for(problem)
-    mutants = generate(substrate, SCREENING_RULES)
-    screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), "sm_90", workers=1)
     store = Store(path)
-    store.record_problem(problem)
-    store.record_rules(SCREENING_RULES)
-    store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, "sm_90")
-    ids = {s.mutant.rule: s.mutant.id for s in screened}
+    mutate_problems(store, [problem], "sm_90", workers=1, require_gate=False, rules=SCREENING_RULES)
+    rows = list(store.mutants(problem.key))
+    ids = {r["rule"]: r["id"] for r in rows}
     specs = KB.specs(problem)
     store.record_inputs(specs, "kernelbench")
     run = store.start_run("evaluate", {"gpu": "test GPU"})
     for s in specs:
-        store.record_input_check(screened[0].mutant.substrate_hash, run,
+        store.record_input_check(rows[0]["substrate_hash"], run,
                                  {"input": s.id, "valid": True, "outcome": "pass", "margin": 1e-6, "max_abs": 1e-6})
     store.record_cells(run, [{"mutant": ids["slope-div"], "input": s.id, "outcome": "pass",
                               "margin": 0.5 if i == 0 else 1e-7} for i, s in enumerate(specs)])
