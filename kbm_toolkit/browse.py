@@ -4,7 +4,6 @@ side of `kbm tui`, so the app only lays out what these functions return."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,8 +120,3 @@ def _specs(protocol: Protocol, store: Any, problem: str) -> list[Any]:
         except KbmError:  # a hook that needs the problem file: it uses none of the stored inputs here
             _SPEC_CACHE[key] = []
     return _SPEC_CACHE[key]
-
-
-def status_counts(store: Any) -> Counter:
-    """Mutants per screening status, for the header line."""
-    return Counter({r["status"]: r["n"] for r in store.db.query("select status, count(*) as n from mutants group by status")})

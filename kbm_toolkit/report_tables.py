@@ -3,21 +3,15 @@ computed from the store: Markdown for `kbm report --tables`, HTML for `kbm repor
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from kbm_toolkit.rules import FAMILIES
 
 
-def pipeline_counts(store: Any) -> Counter:
-    """Mutants by screening status over the whole store (the first rows of Table 1)."""
-    return Counter({r[0]: r[1] for r in store.db.execute("select status, count(*) from mutants group by status")})
-
-
 def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Table 1 (header, rows): from generated mutants to the witnessed denominator and the
     official check's misses."""
-    counts = pipeline_counts(store)
+    counts = store.status_counts()
     problems = store.db.execute("select count(distinct problem) from mutants").fetchone()[0]
     rules = store.db.execute("select count(distinct rule) from mutants").fetchone()[0]
     rows: list[tuple[str, str]] = [

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -229,6 +230,10 @@ class Store:
                 "name": problem.name, "origin": problem.origin, "path": str(problem.path),
                 "source_hash": problem.source_hash,
             }, pk="key")
+
+    def status_counts(self) -> Counter:
+        """Mutants per screening status, over every problem."""
+        return Counter(dict(self.db.execute("select status, count(*) from mutants group by status").fetchall()))
 
     def widen_sample(self, problem: str, fraction: float | None) -> None:
         """Record that `problem` is evaluated on `fraction` of its mutants (None: all), never narrowing.

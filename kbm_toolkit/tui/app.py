@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from kbm_toolkit.browse import Overview, mutant_detail, overview, status_counts
+from kbm_toolkit.browse import Overview, mutant_detail, overview
 from kbm_toolkit.protocols import Protocol
 from kbm_toolkit.store import Store
 
@@ -58,7 +58,7 @@ class OverviewScreen(DataScreen):
     """Protocols × families: witnessed mutants and the share each protocol misses."""
 
     def populate(self, data: Overview) -> None:
-        counts = status_counts(self.app.store_view())
+        counts = self.app.store_view().status_counts()
         self.query_one("#summary", Static).update(
             f"{data.total:,} witnessed mutants over {len(data.witnessed)} problems; "
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
