@@ -81,10 +81,10 @@ class Context:
                 raise click.UsageError(f"no shipped store @{name}; kbm ships "
                                        + ", ".join(f"@{n} ({what})" for n, what in SHIPPED_STORES.items()))
             return Store(shipped_store_path(name), readonly=True)
-        path = self.resolved_store_path()
-        if self.store_path is None and embedded_store_path().is_file():
+        path, shipped = self.resolved_store_path(), embedded_store_path()
+        if self.store_path is None and shipped.is_file():
             if not path.is_file() or Store(path).db["cells"].count == 0:
-                return Store(embedded_store_path(), readonly=True)
+                return Store(shipped, readonly=True)
         return Store(path)
 
     def resolved_store_path(self) -> Path:

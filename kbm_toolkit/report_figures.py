@@ -14,7 +14,7 @@ from kbm_toolkit.protocols import Protocol
 from kbm_toolkit.report_tables import html as table_html
 from kbm_toolkit.report_tables import table1, table2
 from kbm_toolkit.rules import FAMILIES
-from kbm_toolkit.score import audit_store, load_matrices
+from kbm_toolkit.score import audit_store, load_matrices, run_protocol, witnessed
 from kbm_toolkit.suite import budget_curve
 
 STAGES = ("compile_error", "duplicate", "equivalent", "crash_probe", "distinct")
@@ -56,7 +56,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     matrices = load_matrices(store)
-    audits = {p.name: audit_store(store, p, protocols) for p in protocols}  # as `kbm audit` scores them
+    audits = {p.name: audit_store(store, p, protocols, matrices=matrices) for p in protocols}  # as `kbm audit` does
     figures: list[tuple[str, list[str]]] = []
 
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -72,9 +72,11 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(8, 4))
-    for name, a in audits.items():
-        rates = sorted(((r["missed_pct"]) for r in _per_problem(a, matrices, protocols, name)), reverse=True)
-        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=name)
+    results = [run_protocol(p, matrices) for p in protocols]  # once, for every curve
+    wit = witnessed(results)
+    for r in results:
+        rates = sorted((100.0 * len(w - r.detected.get(k, set())) / len(w) for k, w in wit.items() if w), reverse=True)
+        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=r.protocol)
     ax.set_xlabel("problems, sorted")
     ax.set_ylabel("missed (%)")
     ax.legend()
@@ -112,15 +114,6 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     page = out / "index.html"
     page.write_text(_html(store, audits, figures))
     return page
-
-
-def _per_problem(a: dict[str, Any], matrices: list[Any], protocols: list[Protocol], name: str) -> list[dict[str, Any]]:
-    from kbm_toolkit.score import run_protocol, witnessed
-
-    protocol = next(p for p in protocols if p.name == name)
-    wit = witnessed([run_protocol(p, matrices) for p in protocols])
-    mine = run_protocol(protocol, matrices).detected
-    return [{"problem": k, "missed_pct": 100.0 * len(w - mine.get(k, set())) / len(w)} for k, w in wit.items() if w]
 
 
 def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str, list[str]]]) -> str:

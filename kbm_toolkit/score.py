@@ -281,14 +281,15 @@ def to_json(report: dict[str, Any]) -> str:
 
 
 def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tolerance: float | None = None,
-                vs: Protocol | None = None) -> dict[str, Any]:
-    """`audit` over what a store holds: only the cells that can matter are loaded, problems the
-    protocol cannot referee (`kbm refcheck`, the vacuity band) are left out, and the store's
-    sample, if any, is reported."""
+                vs: Protocol | None = None, matrices: list[Matrix] | None = None) -> dict[str, Any]:
+    """`audit` over what a store holds: only the cells that can matter are loaded (unless the
+    caller has `matrices` already), problems the protocol cannot referee (`kbm refcheck`, the
+    vacuity band) are left out, and the store's sample, if any, is reported."""
     from kbm_toolkit.refcheck import flags
 
-    judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
-    matrices = load_matrices(store, min(judged))  # cells passing under every tolerance used cannot matter
+    if matrices is None:
+        judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
+        matrices = load_matrices(store, min(judged))  # cells passing under every tolerance used cannot matter
     excluded = flags(protocol, matrices, store.reference_checks(), tolerance)
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded)
     report["sample"] = store.sample_summary()
