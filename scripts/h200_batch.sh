@@ -5,12 +5,12 @@
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
 #                                           .kbm/kb-seed.db, gated and mutated); SAMPLE share of mutants, default 0.1;
-#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU; returns kb.db.gz)
+#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU)
 #                                           kb-targets (ceilings and targeted inputs, run on the official survivors)
 #                                           kb-refcheck (KernelBench references against fp64)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
 #                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
-# Logs go to $OUT/logs.tgz, stores to $OUT; a gate step stops itself before the call's limit
+# Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.gz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
 OUT=${OUT:-/tmp/kbm-out}
@@ -21,6 +21,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs" .kbm
 left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
+kb_store() { [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"; }  # a fresh machine starts from the seed
 gate() {
     timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
         gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
@@ -55,16 +56,14 @@ for step in "$@"; do
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
         kb-pool)  # the KernelBench pool's kill matrix over a SAMPLE of its mutants, as far as the budget reaches;
                   # resumable. The live store stays on a warm machine between calls; a fresh one starts from the seed.
-            [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+            kb_store
             timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                 --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
                 --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" > "$OUT/logs/kb-run-$(date +%s).txt" 2>&1
             echo "kb run: exit $?; $(tail -n1 "$OUT"/logs/kb-run-*.txt | tail -n1)"
-            python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n3
-            python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
-            gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz" ;;
+            python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n3 ;;
         kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses
-            [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+            kb_store
             # one protocol for every problem with a substrate, so `kbm audit --adapter .kbm/kb-targets` sees both levels
             timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                 --kernelbench third_party/KernelBench targets --emit .kbm/kb-targets > "$OUT/logs/kb-targets.txt" 2>&1
@@ -74,11 +73,9 @@ for step in "$@"; do
                 --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
                 --inputs .kbm/kb-targets --survivors-of kernelbench --sample "${SAMPLE:-0.1}" \
                 > "$OUT/logs/kb-targets-run.txt" 2>&1
-            echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")"
-            python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
-            gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz" ;;
+            echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")" ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)
-            [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+            kb_store
             for level in level1 level2; do
                 timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                     --kernelbench third_party/KernelBench refcheck -a kernelbench --level $level \
@@ -95,7 +92,7 @@ for step in "$@"; do
             wait
             for w in 1 "${WORKERS:-3}"; do
                 echo "workers $w: $(python3 -c "import sqlite3; db=sqlite3.connect('/tmp/ab-$w.db'); print(db.execute('select count(*), sum(outcome in (\"crash\", \"timeout\")) from cells where run = (select max(id) from runs)').fetchone())") cells, crashes in ${AB_S:-100} s"
-                [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"
+                kb_store
                 python3 -m kbm_toolkit --store "$KB_STORE" merge "/tmp/ab-$w.db" | tail -n1
             done ;;
         demo-fill)  # issue 5 on the GPU: audit fills the cells a protocol lacks; refcheck's fp32-vs-fp64 on the H200
@@ -125,6 +122,10 @@ PY
     esac
 done
 python3 -c "import sqlite3; sqlite3.connect('.kbm/gate.db').execute('pragma wal_checkpoint(TRUNCATE)')" 2>/dev/null
+if [ -f "$KB_STORE" ]; then  # whichever kb step wrote it (pool, targets, refcheck, workers-ab): it comes back
+    python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
+    gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz"
+fi
 cp .kbm/gate.db "$OUT/" 2>/dev/null
 tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"
 echo "batch done in $(( $(date +%s) - begin ))s"
