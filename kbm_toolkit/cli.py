@@ -387,10 +387,13 @@ def show(obj: Context, mutant_id: str) -> None:
 @click.option("--survivors-of", "survivors_of",
               help="Only the mutants this protocol does not detect in the store (e.g. new inputs on what the "
                    "official check misses).")
+@click.option("--witnessed", is_flag=True,
+              help="With --survivors-of: only the survivors some built-in protocol detects (the knowledge "
+                   "ladder's fixed denominator), not those no stored input has witnessed yet.")
 @click.pass_obj
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
             gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
-            survivors_of: str | None) -> None:
+            survivors_of: str | None, witnessed: bool) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -409,11 +412,13 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     if not problems:
         selected = [p for p in selected if p.key in with_mutants]
     only = None
+    if witnessed and not survivors_of:
+        raise click.UsageError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")
     if survivors_of:
-        from kbm_toolkit.plugins import load_protocol
+        from kbm_toolkit.plugins import all_protocols, load_protocol
         from kbm_toolkit.score import survivors
 
-        only = survivors(store, load_protocol(survivors_of))
+        only = survivors(store, load_protocol(survivors_of), all_protocols() if witnessed else None)
     env = device_env()
     if not env.get("cuda"):
         raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "

@@ -296,10 +296,14 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     return report
 
 
-def survivors(store: Any, protocol: Protocol) -> dict[str, set[str]]:
+def survivors(store: Any, protocol: Protocol, denominator: list[Protocol] | None = None) -> dict[str, set[str]]:
     """Per problem, the scored mutants `protocol` does not detect from what the store holds
-    (a problem the protocol cannot build inputs for keeps all of its mutants)."""
-    matrices = load_matrices(store, protocol.tolerance)
+    (a problem the protocol cannot build inputs for keeps all of its mutants); with
+    `denominator`, only those some of its protocols detect (the knowledge ladder's survivors)."""
+    floor = min(p.tolerance for p in [protocol, *(denominator or [])])
+    matrices = load_matrices(store, floor)
     result = run_protocol(protocol, matrices)
-    return {mx.problem.key: set(mx.mutants) - result.detected.get(mx.problem.key, set()) for mx in matrices}
+    wit = witnessed([run_protocol(p, matrices) for p in denominator]) if denominator is not None else None
+    return {mx.problem.key: (set(mx.mutants) if wit is None else wit.get(mx.problem.key, set()))
+            - result.detected.get(mx.problem.key, set()) for mx in matrices}
 

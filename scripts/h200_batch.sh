@@ -6,7 +6,8 @@
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
 #                                           .kbm/kb-seed.db, gated and mutated); SAMPLE share of mutants, default 0.1;
 #                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU)
-#                                           kb-targets (ceilings and targeted inputs, run on the official survivors)
+#                                           kb-targets (ceilings and targeted inputs, run on the official check's
+#                                           witnessed survivors: the knowledge ladder)
 #                                           kb-refcheck (KernelBench references against fp64)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
 #                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
@@ -71,7 +72,7 @@ for step in "$@"; do
             cp .kbm/kb-targets/protocol.toml "$OUT/kb-targets.toml" 2>/dev/null
             timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                 --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
-                --inputs .kbm/kb-targets --survivors-of kernelbench --sample "${SAMPLE:-0.1}" \
+                --inputs .kbm/kb-targets --survivors-of kernelbench --witnessed --sample "${SAMPLE:-0.1}" \
                 > "$OUT/logs/kb-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")" ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)

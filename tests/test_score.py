@@ -129,6 +129,9 @@ def test_survivors_are_the_scored_mutants_a_protocol_misses(demo: ProblemSet) ->
     seed(store, demo.get("demo/1"))
     assert survivors(store, KB) == {"demo/1_LeakyReLU": {"B", "C", "D"}}
     assert survivors(store, KBV) == {"demo/1_LeakyReLU": {"D"}}
+    # the ladder's survivors: D is witnessed by neither protocol, so it is no survivor of either
+    assert survivors(store, KB, [KB, KBV]) == {"demo/1_LeakyReLU": {"B", "C"}}
+    assert survivors(store, KBV, [KB, KBV]) == {"demo/1_LeakyReLU": set()}
 
 
 def test_unrefereeable_problems_are_excluded(demo: ProblemSet) -> None:
