@@ -504,41 +504,67 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     """Generate structure-targeted inputs per problem from the fault taxonomy, under its ceiling.
 
     With a GPU, first measures each problem's validity ceiling (the largest scale at which the
-    correct substrate still passes, sign-mixed and same-sign). Evaluate the result with
-    `kbm run --inputs DIR`, score it with `kbm audit --adapter DIR`.
+    correct substrate still passes, sign-mixed and same-sign), then checks every generated input
+    and leaves out those the correct substrate fails: the emitted protocol rejects no correct
+    kernel it was measured on. Evaluate the result with `kbm run --inputs DIR`, score it with
+    `kbm audit --adapter DIR`.
 
     Example: kbm targets --level demo --emit ./targets
     """
     from kbm_toolkit.evaluation_run import run_evaluation
     from kbm_toolkit.mutate import substrate_hash
+    from kbm_toolkit.score import valid_at
     from kbm_toolkit.substrates import has_substrate, substrate_for
     from kbm_toolkit.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
 
     store = obj.store()
     selected = [p for p in obj.problems().select(problems, level) if has_substrate(p)]
+    hashes = {p.key: substrate_hash(substrate_for(p)) for p in selected}
+    env = device_env()
 
-    def limits_of(problem: Any) -> dict[str, float | None]:
-        checks = store.checked_inputs(problem.key, substrate_hash(substrate_for(problem)))
-        return ceiling(checks, ceiling_probes(problem), tolerance)
+    def checks_of(problem: Any) -> dict[str, dict[str, Any]]:
+        return store.checked_inputs(problem.key, hashes[problem.key])
 
-    unmeasured = [p for p in selected if None in limits_of(p).values()]
-    if unmeasured:
-        env = device_env()
-        if env.get("cuda"):  # every problem's probes in one run: warm workers, every visible GPU
-            click.echo(f"Measuring the validity ceiling of {len(unmeasured)} problems on {env['gpu']}...", err=True)
-            run_evaluation(store, unmeasured, ceiling_probes, "ceiling", env["arch"], env,
-                           gpus=env.get("gpus") or 1, checks_only=True)
+    def check_on_gpu(what: str, todo: list[Any], specs_for: Any, source: str) -> None:
+        if todo and env.get("cuda"):  # every problem in one run: warm workers, every visible GPU
+            click.echo(f"{what} of {len(todo)} problems on {env['gpu']}...", err=True)
+            run_evaluation(store, todo, specs_for, source, env["arch"], env, gpus=env.get("gpus") or 1,
+                           checks_only=True)
+
+    check_on_gpu("Measuring the validity ceiling", [p for p in selected if None in
+                                                    ceiling(checks_of(p), ceiling_probes(p), tolerance).values()],
+                 ceiling_probes, "ceiling")
     generated = {}
     for problem in selected:
-        substrate = substrate_for(problem)
-        limits = limits_of(problem)
+        limits = ceiling(checks_of(problem), ceiling_probes(problem), tolerance)
+        generated[problem.key] = targeted_specs(problem, limits, substrate_for(problem).gate_shapes, seeds)
         words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())
-        generated[problem.key] = targeted_specs(problem, limits, substrate.gate_shapes, seeds)
         click.echo(f"{problem.key}: {len(generated[problem.key])} targeted inputs; ceiling {words}")
+    check_on_gpu("Checking the targeted inputs", [p for p in selected if any(
+        s.id not in checks_of(p) for s in generated[p.key])], lambda p: generated[p.key], "targets")
+    dropped, unchecked = 0, 0
+    for problem in selected:  # the validity gate: an input the correct substrate fails is not emitted
+        checks = checks_of(problem)
+        kept = [s for s in generated[problem.key] if s.id not in checks or valid_at(checks[s.id], tolerance)]
+        unchecked += sum(s.id not in checks for s in kept)
+        kept_ids = {s.id for s in kept}
+        for spec in generated[problem.key]:
+            if spec.id not in kept_ids:
+                check = checks[spec.id]
+                why = check["note"] or (f"margin {check['margin']:.3g} > {tolerance:g}" if check["margin"] is not None
+                                        else "invalid")
+                click.echo(f"{problem.key}: left out {spec.label!r}: the correct substrate fails it ({why})")
+                dropped += 1
+        generated[problem.key] = kept
     folder = Path(emit)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "protocol.toml").write_text(emit_targets(generated, folder.name or "targets", tolerance))
-    click.echo(f"wrote {folder / 'protocol.toml'}: kbm run --inputs {folder}, then kbm audit --adapter {folder}")
+    if unchecked:
+        click.echo(f"{unchecked} inputs are not checked yet (no GPU): kbm run checks each before it can kill, "
+                   "but the protocol may reject correct kernels on some; run kbm targets on a GPU to leave "
+                   "those out.", err=True)
+    click.echo(f"wrote {folder / 'protocol.toml'} ({sum(map(len, generated.values()))} inputs, {dropped} left out "
+               f"as invalid): kbm run --inputs {folder}, then kbm audit --adapter {folder}")
 
 
 @cli.command()

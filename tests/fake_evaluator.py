@@ -3,7 +3,8 @@
 Behaviour per mutant comes from the KBM_FAKE environment variable (JSON: mutant id → `crash`
 (the process dies, as an illegal address aborts it), `poison` (a CUDA error: crash cell, then the
 task stops), `hang` — each on the real inputs only — or `probe-crash` (dies on the probe input
-only)); every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
+only)), and under the key `invalid` a list of transform ops: an input with one fails its check (the
+correct kernel misses by 0.5); every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
 halfway.
 """
 
@@ -28,7 +29,8 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if not pending and spec.id in checked:
             continue
         probe = spec.label == "probe" or bool(spec.shape)
-        yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 1e-7,
+        off = any(t["op"] in behaviour.get("invalid", ()) for t in record.get("transforms", ()))
+        yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 0.5 if off else 1e-7,
                "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0}
         for m in pending:
             yield {"kind": "start", "mutant": m["id"], "input": spec.id}

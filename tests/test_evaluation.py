@@ -16,6 +16,7 @@ from kbm_toolkit.evaluation_run import run_evaluation
 from kbm_toolkit.inputs import InputSpec
 from kbm_toolkit.mutation_run import mutate_problems
 from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.protocols import load_protocols
 from kbm_toolkit.rules import load_rules
 from kbm_toolkit.store import Store
 
@@ -101,6 +102,7 @@ sys.path.insert(0, {tests!r})
 from pathlib import Path
 from kbm_toolkit.store import Store
 from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.protocols import load_protocols
 from kbm_toolkit.evaluation_run import run_evaluation
 import test_evaluation as t
 store = Store({db!r})
@@ -259,7 +261,8 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
     import kbm_toolkit.cli as cli_module
     import kbm_toolkit.evaluation_run as evaluation_run
 
-    monkeypatch.setenv("KBM_FAKE", "{}")  # every probe passes: the ceiling is the largest scale probed
+    # every probe passes (the ceiling is the largest scale probed); the correct kernel fails on NaN inputs
+    monkeypatch.setenv("KBM_FAKE", '{"invalid": ["nan_element"]}')
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU", "gpus": 1})
     calls = []
@@ -273,9 +276,14 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
     args = ["--store", str(tmp_path / "s.db"), "targets", "demo/1", "demo/3", "--emit", str(tmp_path / "t")]
     result = CliRunner().invoke(cli_module.cli, args)
     assert result.exit_code == 0, result.output
-    assert calls == [["demo/1_LeakyReLU", "demo/3_LayerNorm"]]
+    # one run for both ceilings, one for both problems' targeted inputs
+    assert calls == [["demo/1_LeakyReLU", "demo/3_LayerNorm"]] * 2
     assert "ceiling sign-mixed x10000, same-sign x10000" in result.output
-    assert CliRunner().invoke(cli_module.cli, args).exit_code == 0 and len(calls) == 1  # measured once, stored
+    emitted = load_protocols(tmp_path / "t")[0]
+    labels = [s.label for k in ("demo/1", "demo/3") for s in emitted.specs(ProblemSet.discover().get(k))]
+    assert labels and not any("NaN" in x for x in labels)  # the gate left them out, and says so
+    assert "left out 'target NaN in the last element'" in result.output and "2 left out as invalid" in result.output
+    assert CliRunner().invoke(cli_module.cli, args).exit_code == 0 and len(calls) == 2  # measured once, stored
 
 
 def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path: Path,
