@@ -460,13 +460,15 @@ def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> b
 @click.option("--tolerance", type=float, default=1e-2, show_default=True, help="atol = rtol the suite is judged at.")
 @click.option("--baseline", default="kernelbench", show_default=True, help="Protocol to compare against.")
 @click.option("--emit", type=click.Path(file_okay=False), help="Write the suite as an adapter folder here.")
+@click.option("--splits", type=click.IntRange(0), default=20, show_default=True,
+              help="Also measure held-out detection on this many other splits (their mean and range).")
 @click.pass_obj
-def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str | None) -> None:
+def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str | None, splits: int) -> None:
     """Choose per problem the inputs that detect the most witnessed mutants (greedy set cover).
 
     Prints the budget curve for B = 1..max(5, budget), on the full pool and held out (selected on
     half of each problem's mutants, scored on the other half), against a baseline protocol.
-    Only valid inputs are ever chosen.
+    Only valid inputs run on every mutant are ever chosen.
 
     Example: kbm suite --budget 2 --emit ./my_suite
     """
@@ -478,11 +480,14 @@ def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str 
     matrices = load_matrices(store)
     base = run_protocol(load_protocol(baseline), matrices, tolerance)
     budgets = list(range(1, max(5, budget) + 1))
-    curve = budget_curve(matrices, tolerance, budgets, base.detected)
+    curve = budget_curve(matrices, tolerance, budgets, base.detected, splits)
     click.echo(f"Witnessed at {tolerance:g}: {curve.witnessed} mutants over {len(matrices)} problems.")
-    click.echo("budget     " + "  ".join(f"B = {b:<4}" for b in budgets) + f"  {baseline}")
-    click.echo("full pool  " + "  ".join(f"{x:7.1f}%" for x in curve.full) + f"  {curve.baseline_full:.1f}%")
-    click.echo("held-out   " + "  ".join(f"{x:7.1f}%" for x in curve.held_out) + f"  {curve.baseline_held_out:.1f}%")
+    click.echo("budget       " + "  ".join(f"B = {b:<4}" for b in budgets) + f"  {baseline}")
+    click.echo("full pool    " + "  ".join(f"{x:7.1f}%" for x in curve.full) + f"  {curve.baseline_full:.1f}%")
+    click.echo("held-out     " + "  ".join(f"{x:7.1f}%" for x in curve.held_out) + f"  {curve.baseline_held_out:.1f}%")
+    if splits:
+        click.echo(f"{f'  mean of {splits}':<13}" + "  ".join(f"{sum(x) / len(x):7.1f}%" for x in curve.held_out_splits))
+        click.echo("  range      " + "  ".join(f"{f'{min(x):.0f}–{max(x):.0f}%':>8}" for x in curve.held_out_splits))
     if emit:
         folder = Path(emit)
         folder.mkdir(parents=True, exist_ok=True)

@@ -81,6 +81,32 @@ def test_budget_curve_and_invalid_inputs_are_never_chosen(tmp_path: Path, demo: 
     assert not any(i in invalid for chosen in curve.suites[5].values() for i in chosen)
 
 
+def test_an_input_run_on_only_some_mutants_is_never_chosen(tmp_path: Path, demo: ProblemSet) -> None:
+    store = build(tmp_path, demo)
+    (mx,) = load_matrices(store)
+    gappy = next(i for i, c in mx.checks.items() if c["label"] == "input 1")
+    assert gappy in kill_sets(mx, 1e-2)
+    # run on a protocol's survivors only: its kill set is unknown for the rest, so it cannot be compared
+    store.db.execute("delete from cells where input = ? and mutant > 'm20'", [gappy])
+    store.db.conn.commit()
+    (mx,) = load_matrices(store)
+    assert gappy not in kill_sets(mx, 1e-2) and len(kill_sets(mx, 1e-2)) == 4
+    # a mutant a crash stopped leaves no gap: the run skips its other inputs on purpose
+    store.db.execute("update cells set outcome = 'crash', margin = null where mutant > 'm20' and input != ?", [gappy])
+    store.db.conn.commit()
+    (mx,) = load_matrices(store)
+    assert gappy in kill_sets(mx, 1e-2)
+
+
+def test_held_out_on_other_splits(tmp_path: Path, demo: ProblemSet) -> None:
+    (mx,) = load_matrices(build(tmp_path, demo))
+    curve = budget_curve([mx], 1e-2, [1, 4], splits=6)
+    assert [len(x) for x in curve.held_out_splits] == [6, 6]
+    assert all(x == pytest.approx(100.0) for x in curve.held_out_splits[1])  # 4 inputs kill every witnessed mutant
+    assert len(set(curve.held_out_splits[0])) > 1  # one input, chosen on different halves, scores differently
+    assert budget_curve([mx], 1e-2, [1]).held_out_splits == []
+
+
 def test_an_emitted_suite_is_a_protocol_with_the_same_inputs(tmp_path: Path, demo: ProblemSet) -> None:
     store = build(tmp_path, demo)
     (mx,) = load_matrices(store)
@@ -99,7 +125,7 @@ def test_cli_suite_prints_the_curve_and_emits(tmp_path: Path, demo: ProblemSet) 
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "suite", "--budget", "2",
                                       "--emit", str(out), "--baseline", "kernelbench"])
     assert result.exit_code == 0, result.output
-    assert "B = 1" in result.output and "held-out" in result.output
+    assert "B = 1" in result.output and "held-out" in result.output and "mean of 20" in result.output
     audited = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", str(out), "--json",
                                        "--denominator", str(out)])
     assert audited.exit_code == 0, audited.output
