@@ -84,7 +84,7 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
         mutants[r["problem"]][r["id"]] = r
     hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
     checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in store.db.query("select k.*, i.problem, i.label from input_checks k join inputs i on i.id = k.input"):
+    for r in store.db.query("select k.*, i.problem, i.label, i.spec from input_checks k join inputs i on i.id = k.input"):
         if r["substrate_hash"] in hashes.get(r["problem"], ()):
             checks[r["problem"]][r["input"]] = r
     # the cells of the scored mutants only: a sampled problem may hold cells outside its sample

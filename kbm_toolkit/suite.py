@@ -8,6 +8,8 @@ tolerance) can be chosen, so a suite never rejects an honest kernel it was measu
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,27 +33,46 @@ def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
 
 
 def greedy_cover(kills: dict[str, set[str]], universe: set[str], budget: int,
-                 fallback: list[str] | None = None) -> list[str]:
-    """Up to `budget` inputs, each the one adding the most still-uncovered mutants of `universe`
-    (ties to the smaller input id, so the choice is deterministic). When nothing more is added,
-    the rest of the budget goes to `fallback` inputs in order (a suite chosen knowing few faults
-    still runs the benchmark's own inputs), else the suite stops short."""
+                 prior: dict[str, float] | None = None) -> list[str]:
+    """Up to `budget` inputs, each the one adding the most still-uncovered mutants of `universe`.
+    Ties go to the input with the larger `prior` weight, then to the smaller id (deterministic).
+    Without a prior the suite stops once nothing more is added; with one, the rest of the budget
+    goes to the inputs of the largest weight (a suite chosen knowing few faults still spends its
+    budget on inputs that kill much elsewhere)."""
+    prior = prior or {}
     chosen: list[str] = []
     covered: set[str] = set()
     for _ in range(budget):
-        best = max(sorted(kills), key=lambda i: len((kills[i] & universe) - covered), default=None)
-        if best is None or not (kills[best] & universe) - covered:
+        gain = {i: len((kills[i] & universe) - covered) for i in kills if i not in chosen}
+        best = min(gain, key=lambda i: (-gain[i], -prior.get(i, 0.0), i), default=None)
+        if best is None or not (gain[best] or prior):
             break
         chosen.append(best)
         covered |= kills[best] & universe
-    spare = [i for i in fallback or [] if i in kills and i not in chosen]
-    return chosen + spare[:budget - len(chosen)]
+    return chosen
 
 
-def default_inputs(mx: Matrix) -> list[str]:
-    """A problem's inputs as a suite with no kill information would take them: official trials first."""
-    return sorted(mx.checks, key=lambda i: (not (mx.checks[i].get("label") or "").startswith("official"),
-                                            mx.checks[i].get("label") or "", i))
+def input_kind(spec: str) -> str:
+    """What an input is, apart from its draw and its problem: two official trials are one kind,
+    and so are two problems' tiny-shape probes."""
+    record = json.loads(spec)
+    record.pop("seed", None)
+    record.pop("problem", None)
+    record["shape"] = bool(record.get("shape"))
+    return json.dumps(record, sort_keys=True)
+
+
+def kind_prior(kills: dict[str, dict[str, set[str]]], universe: dict[str, set[str]],
+               kinds: dict[str, dict[str, str]]) -> dict[str, float]:
+    """Per input kind, the share of a problem's `universe` that one input of that kind kills,
+    pooled over every problem: what the pool as a whole says an input is worth."""
+    killed: dict[str, int] = defaultdict(int)
+    seen: dict[str, int] = defaultdict(int)
+    for key, columns in kills.items():
+        for i, mutants in columns.items():
+            killed[kinds[key][i]] += len(mutants & universe[key])
+            seen[kinds[key][i]] += len(universe[key])
+    return {k: killed[k] / seen[k] if seen[k] else 0.0 for k in killed}
 
 
 def half(mutant_id: str, salt: str = "") -> str:
@@ -77,24 +98,31 @@ class SuiteCurve:
 def budget_curve(matrices: list[Matrix], tolerance: float, budgets: list[int],
                  baseline: dict[str, set[str]] | None = None, splits: int = 0) -> SuiteCurve:
     """Greedy suites at each budget: scored on the full pool (selected on it), and held out
-    (selected on each problem's dev half of witnessed mutants, scored on the test half; a dev
-    half that leaves budget unused, or is empty, falls back to the official inputs). With
+    (selected on each problem's dev half of witnessed mutants, scored on the test half). Ties and
+    budget a problem's own mutants leave unused go to the input kinds that kill most over every
+    problem's selection half (`kind_prior`): with a few mutants per problem, a problem's own
+    choice is noisy and the pool's is not. With
     `splits`, held-out detection is also measured on that many other splits: on a small pool
     one split's figure moves by a point or so with the draw."""
     kills = {mx.problem.key: kill_sets(mx, tolerance) for mx in matrices}
-    fallback = {mx.problem.key: default_inputs(mx) for mx in matrices}
+    kinds = {mx.problem.key: {i: input_kind(mx.checks[i]["spec"]) for i in kills[mx.problem.key]} for mx in matrices}
     witnessed = {k: set().union(*v.values()) if v else set() for k, v in kills.items()}
     n = sum(len(w) for w in witnessed.values())
 
+    def cover(universe: dict[str, set[str]], b: int) -> dict[str, list[str]]:
+        prior = kind_prior(kills, universe, kinds)  # learnt from `universe` alone, e.g. the dev halves
+        return {k: greedy_cover(kills[k], universe[k], b, {i: prior[kinds[k][i]] for i in kills[k]})
+                for k in witnessed}
+
     def held_out(b: int, salt: str = "") -> float:
         test = {k: {m for m in w if half(m, salt) == "test"} for k, w in witnessed.items()}
-        chosen = {k: greedy_cover(kills[k], w - test[k], b, fallback[k]) for k, w in witnessed.items()}
+        chosen = cover({k: w - test[k] for k, w in witnessed.items()}, b)
         return _pct(sum(len(set().union(*(kills[k][i] for i in c)) & test[k]) if c else 0
                         for k, c in chosen.items()), sum(len(t) for t in test.values()))
 
     full, suites = [], {}
     for b in budgets:
-        chosen = {k: greedy_cover(kills[k], w, b) for k, w in witnessed.items()}
+        chosen = cover(witnessed, b)
         suites[b] = chosen
         full.append(_pct(sum(len(set().union(*(kills[k][i] for i in c)) & witnessed[k]) if c else 0
                              for k, c in chosen.items()), n))

@@ -13,7 +13,7 @@ from kbm_toolkit.problems import ProblemSet
 from kbm_toolkit.protocols import load_protocols
 from kbm_toolkit.score import load_matrices
 from kbm_toolkit.store import Store
-from kbm_toolkit.suite import budget_curve, emit_protocol, greedy_cover, half, kill_sets
+from kbm_toolkit.suite import budget_curve, emit_protocol, greedy_cover, half, input_kind, kill_sets, kind_prior
 
 
 def test_greedy_cover_takes_the_biggest_gain_first_and_stops_when_nothing_is_left() -> None:
@@ -28,11 +28,24 @@ def test_ties_go_to_the_smaller_input_id() -> None:
     assert greedy_cover({"z": {1}, "y": {1}}, {1}, 1) == ["y"]
 
 
-def test_unused_budget_goes_to_the_fallback_inputs_in_order() -> None:
+def test_ties_and_unused_budget_go_to_the_larger_prior_weight() -> None:
     kills = {"a": {"m1"}, "b": {"m1"}, "off0": set(), "off1": set()}
-    assert greedy_cover(kills, {"m1"}, 3, ["off0", "a", "off1"]) == ["a", "off0", "off1"]
-    assert greedy_cover(kills, set(), 2, ["off1", "gone", "off0"]) == ["off1", "off0"]  # an empty dev half
+    prior = {"a": 0.1, "b": 0.2, "off0": 0.05, "off1": 0.3}
+    assert greedy_cover(kills, {"m1"}, 3, prior) == ["b", "off1", "a"]
+    assert greedy_cover(kills, set(), 2, prior) == ["off1", "b"]  # an empty dev half still gets a suite
     assert greedy_cover(kills, set(), 2) == []
+
+
+def test_input_kinds_and_their_prior_pool_over_problems() -> None:
+    official = '{"base": "official", "problem": "%s", "seed": %d, "shape": {}, "transforms": []}'
+    probe = '{"base": "official", "problem": "%s", "seed": 1, "shape": {"n": %d}, "transforms": []}'
+    assert input_kind(official % ("p", 1)) == input_kind(official % ("q", 2)) != input_kind(probe % ("p", 3))
+    assert input_kind(probe % ("p", 3)) == input_kind(probe % ("q", 5))  # tiny shapes differ per problem
+    kinds = {"p": {"o1": "official", "o2": "official", "t": "tiny"}, "q": {"o": "official", "t": "tiny"}}
+    kills = {"p": {"o1": {1}, "o2": set(), "t": {1, 2}}, "q": {"o": set(), "t": {3, 4}}}
+    universe = {"p": {1, 2}, "q": {3, 4}}
+    # official: 1 of 2 + 0 of 2 + 0 of 2 killed; tiny: 2 of 2 + 2 of 2
+    assert kind_prior(kills, universe, kinds) == {"official": pytest.approx(1 / 6), "tiny": 1.0}
 
 
 def test_held_out_split_is_stable_and_near_even() -> None:
