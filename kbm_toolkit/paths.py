@@ -55,8 +55,14 @@ def shipped_store_path(name: str = "kernelbench") -> Path:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.part")
-            with lzma.open(packed) as src, open(partial, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            try:
+                with lzma.open(packed) as src, open(partial, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (EOFError, lzma.LZMAError) as e:
+                partial.unlink(missing_ok=True)
+                from kbm_toolkit.errors import StoreError
+
+                raise StoreError(f"the shipped store is damaged ({e}); reinstall kbm", packed) from None
             _upgrade(partial)
             os.replace(partial, target)  # atomic: a concurrent reader never sees half a file
             return target

@@ -506,7 +506,8 @@ class Store:
 _MERGED: list[tuple[str, Any, str | None]] = [
     ("problems", "key", None), ("rules", "name", None), ("substrates", "problem", "gate_run"),
     ("gate_inputs", ("problem", "run", "position"), "run"), ("mutants", "id", None), ("inputs", "id", None),
-    ("input_checks", ("input", "substrate_hash"), "run"), ("cells", ("mutant", "input"), "run"),
+    ("input_checks", ("input", "substrate_hash"), "run"), ("reference_checks", "input", "run"),
+    ("cells", ("mutant", "input"), "run"),
 ]
 """Tables `Store.merge` copies, in dependency order: (table, primary key, column naming a run)."""
 

@@ -62,6 +62,21 @@ def test_a_shipped_store_is_unpacked_once_into_the_cache(tmp_path: Path, monkeyp
     assert not shipped_store_path("absent").is_file()
 
 
+def test_a_damaged_shipped_store_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.paths as paths
+
+    monkeypatch.setenv("KBM_CACHE", str(tmp_path / "cache"))
+    package = tmp_path / "package"
+    (package / "data").mkdir(parents=True)
+    whole = (paths.PACKAGE_DIR / "data" / "demo.db.xz").read_bytes()
+    (package / "data" / "demo.db.xz").write_bytes(whole[: len(whole) // 2])  # e.g. a broken download
+    monkeypatch.setattr(paths, "PACKAGE_DIR", package)
+    result = CliRunner().invoke(cli, ["--store", "@demo", "audit", "-a", "kbv"])
+    assert result.exit_code != 0 and "the shipped store is damaged" in result.output
+    assert "demo.db.xz" in result.output and "Traceback" not in result.output
+    assert list((tmp_path / "cache" / "shipped").iterdir()) == []  # no half-unpacked copy left behind
+
+
 @pytest.mark.parametrize("store", ["@kernelbench", "@demo"])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_fresh_machine_audits_every_builtin_protocol(fresh_user: CliRunner, protocol: str, store: str) -> None:

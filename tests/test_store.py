@@ -126,13 +126,15 @@ def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp
         store.record_cells(run, [{"mutant": "m1", "input": "shared", "outcome": outcome, "margin": 0.5}])
     b.record_cells(1, [{"mutant": "m1", "input": "only-b", "outcome": "crash"}])
     b.start_run("gate", {"gpu": "G"})
+    b.record_reference_check(b.start_run("refcheck", {"gpu": "G"}), {"input": "shared", "fp64_margin": 1e-7})
     added = a.merge(b)
-    assert added["runs"] == 2 and added["cells"] == 1 and added["mutants"] == 0
+    assert added["runs"] == 3 and added["cells"] == 1 and added["mutants"] == 0 and added["reference_checks"] == 1
     cells = {r["input"]: r for r in a.db["cells"].rows}
     assert cells["shared"]["outcome"] == "pass"  # a's own cell is kept
     assert a.db["runs"].get(cells["only-b"]["run"])["gpu"] == "GPU of b"
+    assert a.db["runs"].get(a.reference_checks()["shared"]["run"])["kind"] == "refcheck"
     assert a.merge(b) == {"problems": 0, "rules": 0, "substrates": 0, "gate_inputs": 0, "mutants": 0,
-                          "inputs": 0, "input_checks": 0, "cells": 0}
+                          "inputs": 0, "input_checks": 0, "reference_checks": 0, "cells": 0}
 
 
 def test_a_readonly_store_at_an_older_schema_is_read_upgraded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
