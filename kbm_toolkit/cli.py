@@ -536,17 +536,18 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
             run_evaluation(store, todo, specs_for, source, env["arch"], env, gpus=env.get("gpus") or 1,
                            checks_only=True)
 
-    check_on_gpu("Measuring the validity ceiling", [p for p in selected if None in
-                                                    ceiling(checks_of(p), ceiling_probes(p), tolerance).values()],
-                 ceiling_probes, "ceiling")
+    def unchecked(specs_for: Any) -> list[Any]:
+        return [p for p in selected if any(s.id not in checks_of(p) for s in specs_for(p))]
+
+    check_on_gpu("Measuring the validity ceiling", unchecked(ceiling_probes), ceiling_probes, "ceiling")
     generated = {}
     for problem in selected:
         limits = ceiling(checks_of(problem), ceiling_probes(problem), tolerance)
         generated[problem.key] = targeted_specs(problem, limits, substrate_for(problem).gate_shapes, seeds)
         words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())
         click.echo(f"{problem.key}: {len(generated[problem.key])} targeted inputs; ceiling {words}")
-    check_on_gpu("Checking the targeted inputs", [p for p in selected if any(
-        s.id not in checks_of(p) for s in generated[p.key])], lambda p: generated[p.key], "targets")
+    check_on_gpu("Checking the targeted inputs", unchecked(lambda p: generated[p.key]), lambda p: generated[p.key],
+                 "targets")
     dropped, unchecked = 0, 0
     for problem in selected:  # the validity gate: an input the correct substrate fails is not emitted
         checks = checks_of(problem)
