@@ -202,11 +202,14 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
     return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers)
 
 
-def _crashed(store: Any, problem: str, probe: InputSpec | None) -> set[str]:
-    """Mutants of `problem` with a stored crash or timeout on one of its real (not probe) inputs."""
+def _crashed(store: Any, problem: str, specs: list[InputSpec]) -> set[str]:
+    """Mutants of `problem` with a stored crash or timeout on one of `specs`: the inputs of this
+    run. One that crashed only on other inputs runs here, since a protocol made of these inputs
+    has not seen its crash and needs its cells."""
+    ids = [s.id for s in specs]
     rows = store.db.execute("select distinct c.mutant from cells c join mutants m on m.id = c.mutant "
-                            "where m.problem = ? and c.input != ? and c.outcome in ('crash', 'timeout')",
-                            [problem, probe.id if probe else ""]).fetchall()
+                            f"where m.problem = ? and c.input in ({', '.join('?' * len(ids))}) "
+                            "and c.outcome in ('crash', 'timeout')", [problem, *ids]).fetchall()
     return {r[0] for r in rows}
 
 
@@ -269,7 +272,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         invalid = {i for i, c in checks.items() if not c["valid"]}
         done |= {(m, i) for m in rows for i in invalid}
         views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, probe_input),
-                              "crashed": _crashed(store, problem.key, probe_input)}
+                              "crashed": _crashed(store, problem.key, specs)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         jobs.append((problem, substrate, sh, rows, specs))
         hashes[problem.key] = sh

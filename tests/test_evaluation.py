@@ -230,6 +230,20 @@ def test_rerun_crashers_runs_a_crashed_mutant_on_every_input(tmp_path: Path, mon
     assert all(cells(store)[(poisoner, i)][0] == "crash" for i in inputs)
 
 
+def test_a_crash_stops_a_mutant_only_for_runs_that_include_its_input(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # e.g. a crash on a kbv-only input: fuzz has not seen it, so `kbm audit -a fuzz` must be able to fill fuzz's cells
+    store, ids = seeded_store(tmp_path / "s.db")
+    poisoner = ids[0]
+    evaluate(store, monkeypatch, {poisoner: "poison"})
+    problem = ProblemSet.discover().get("demo/3")
+    others = [InputSpec.make(problem.key, seed, label=f"other {seed}") for seed in (7, 8)]
+    run_evaluation(store, [problem], lambda p: others, "other", "sm_90", {"gpu": "fake"}, target=FAKE,
+                   rules=RULES, deadline=fast_deadline)
+    assert cells(store)[(poisoner, others[0].id)][0] == "crash"  # it ran, and crashed again
+    assert (poisoner, others[1].id) not in cells(store)  # then stopped within this run
+
+
 def test_checks_only_runs_every_input_check_and_no_mutant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = Store(tmp_path / "s.db")  # no mutants at all: a ceiling search needs none
     monkeypatch.setenv("KBM_FAKE", "{}")
