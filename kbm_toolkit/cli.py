@@ -522,10 +522,10 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     from kbm_toolkit.substrates import has_substrate, substrate_for
     from kbm_toolkit.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
 
-    store = obj.store()
+    env = device_env()
+    store = obj.store() if env.get("cuda") else obj.read_store()  # without a GPU it only reads the stored checks
     selected = [p for p in obj.problems().select(problems, level) if has_substrate(p)]
     hashes = {p.key: substrate_hash(substrate_for(p)) for p in selected}
-    env = device_env()
 
     def checks_of(problem: Any) -> dict[str, dict[str, Any]]:
         return store.checked_inputs(problem.key, hashes[problem.key])

@@ -204,11 +204,13 @@ def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: 
 
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
           tolerance: float | None = None, vs: Protocol | None = None,
-          excluded: dict[str, str] | None = None) -> dict[str, Any]:
+          excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None) -> dict[str, Any]:
     """The audit of `protocol`: detection of witnessed mutants, with its structure.
 
     Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
-    figure and listed in the report.
+    figure and listed in the report. The survivors of `vs` are counted only where `vs` can
+    referee (`vs_excluded` lists where it cannot), so the knowledge-ladder figure is over the
+    same survivors as `vs`'s own audit.
     """
     excluded = excluded or {}
     matrices = [mx for mx in matrices if mx.problem.key not in excluded]
@@ -256,7 +258,7 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         def pct(r: ProtocolResult) -> float:
             return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
         # the knowledge-ladder figure: how many of the mutants `vs` lets through this protocol kills
-        survivors = {k: w - other.detected.get(k, set()) for k, w in wit.items()}
+        survivors = {k: w - other.detected.get(k, set()) for k, w in wit.items() if k not in (vs_excluded or {})}
         n_survivors = sum(len(s) for s in survivors.values())
         killed = sum(len(s & mine.detected.get(k, set())) for k, s in survivors.items())
         report["vs"] = {"protocol": vs.name, "detection_pct": pct(other),
@@ -291,7 +293,8 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
         judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
         matrices = load_matrices(store, min(judged))  # cells passing under every tolerance used cannot matter
     excluded = flags(protocol, matrices, store.reference_checks(), tolerance)
-    report = audit(protocol, matrices, denominator, tolerance, vs, excluded)
+    vs_excluded = flags(vs, matrices, store.reference_checks()) if vs else None
+    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded)
     report["sample"] = store.sample_summary()
     return report
 

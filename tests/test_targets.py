@@ -63,3 +63,12 @@ def test_cli_targets_without_a_gpu_uses_scale_one_and_says_so(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert "sign-mixed not measured (x1 used)" in result.output
     assert (tmp_path / "t" / "protocol.toml").is_file()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of targets")
+def test_cli_targets_from_a_shipped_store_uses_its_checks(tmp_path: Path) -> None:
+    # read-only: no GPU means nothing to measure, so the stored ceilings and input checks decide
+    result = CliRunner().invoke(cli, ["--store", "@demo", "targets", "--level", "demo", "--emit", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    assert "not measured" not in result.output  # every demo ceiling is in the store
+    assert "left out 'target NaN in the last element'" in result.output and "not checked yet" not in result.output
