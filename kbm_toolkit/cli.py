@@ -548,11 +548,11 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
         click.echo(f"{problem.key}: {len(generated[problem.key])} targeted inputs; ceiling {words}")
     check_on_gpu("Checking the targeted inputs", unchecked(lambda p: generated[p.key]), lambda p: generated[p.key],
                  "targets")
-    dropped, unchecked = 0, 0
+    dropped, not_checked = 0, 0
     for problem in selected:  # the validity gate: an input the correct substrate fails is not emitted
         checks = checks_of(problem)
         kept = [s for s in generated[problem.key] if s.id not in checks or valid_at(checks[s.id], tolerance)]
-        unchecked += sum(s.id not in checks for s in kept)
+        not_checked += sum(s.id not in checks for s in kept)
         kept_ids = {s.id for s in kept}
         for spec in generated[problem.key]:
             if spec.id not in kept_ids:
@@ -565,8 +565,8 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     folder = Path(emit)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "protocol.toml").write_text(emit_targets(generated, folder.name or "targets", tolerance))
-    if unchecked:
-        click.echo(f"{unchecked} inputs are not checked yet (no GPU): kbm run checks each before it can kill, "
+    if not_checked:
+        click.echo(f"{not_checked} inputs are not checked yet (no GPU): kbm run checks each before it can kill, "
                    "but the protocol may reject correct kernels on some; run kbm targets on a GPU to leave "
                    "those out.", err=True)
     click.echo(f"wrote {folder / 'protocol.toml'} ({sum(map(len, generated.values()))} inputs, {dropped} left out "
