@@ -208,9 +208,10 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
     """The audit of `protocol`: detection of witnessed mutants, with its structure.
 
     Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
-    figure and listed in the report. The survivors of `vs` are counted only where `vs` can
-    referee (`vs_excluded` lists where it cannot), so the knowledge-ladder figure is over the
-    same survivors as `vs`'s own audit.
+    figure and listed in the report. The survivors of `vs` are the mutants the `denominator`
+    witnesses and `vs` misses, counted only where `vs` can referee (`vs_excluded` lists where it
+    cannot): the knowledge-ladder figure is over the same survivors as `vs`'s own audit, and new
+    inputs outside the denominator cannot inflate it with mutants only they witness.
     """
     excluded = excluded or {}
     matrices = [mx for mx in matrices if mx.problem.key not in excluded]
@@ -257,8 +258,10 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         mixed = run_protocol(vs, matrices, tolerance=vs.tolerance, inputs_of=protocol)
         def pct(r: ProtocolResult) -> float:
             return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
-        # the knowledge-ladder figure: how many of the mutants `vs` lets through this protocol kills
-        survivors = {k: w - other.detected.get(k, set()) for k, w in wit.items() if k not in (vs_excluded or {})}
+        # the knowledge-ladder figure: how many of the mutants `vs` lets through this protocol kills,
+        # over survivors the denominator fixes (a protocol outside it cannot add survivors of its own)
+        fixed = wit if protocol.name in {p.name for p in denominator} else witnessed(base)
+        survivors = {k: w - other.detected.get(k, set()) for k, w in fixed.items() if k not in (vs_excluded or {})}
         n_survivors = sum(len(s) for s in survivors.values())
         killed = sum(len(s & mine.detected.get(k, set())) for k, s in survivors.items())
         report["vs"] = {"protocol": vs.name, "detection_pct": pct(other),
