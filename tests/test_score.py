@@ -84,6 +84,9 @@ def test_the_gain_splits_into_inputs_and_tolerance(matrices: list) -> None:
     assert (vs["survivors"], vs["survivors_killed"]) == (2, 2)  # B and C, which the official check lets through
     back = audit(KB, matrices, [KB, KBV], vs=KBV)["vs"]
     assert (back["survivors"], back["survivors_killed"], back["survivors_killed_pct"]) == (0, 0, None)
+    # outside the denominator, KBV cannot make survivors of B and C, which only it witnesses
+    outside = audit(KBV, matrices, [KB], vs=KB)["vs"]
+    assert (outside["survivors"], outside["survivors_killed"]) == (0, 0)
     # where the official check cannot referee, it has no survivors for the ladder to count
     unrefereed = audit(KBV, matrices, [KB, KBV], vs=KB, vs_excluded={"demo/1_LeakyReLU": "vacuous"})["vs"]
     assert (unrefereed["survivors"], unrefereed["survivors_killed"]) == (0, 0)
