@@ -81,9 +81,9 @@ def stored_mutants(store: Any, problem: Problem, sample: float | None = None
     only those in the `sample` share when one is given."""
     substrate = substrate_for(problem)
     sh = substrate_hash(substrate)
-    rows = {r["id"]: r for r in store.mutants(problem.key) if r["substrate_hash"] == sh
-            and r["status"] in ("distinct", "crash_probe") and in_sample(r["id"], sample)}
-    if not rows and (sample is None or not any(r["substrate_hash"] == sh for r in store.mutants(problem.key))):
+    current = [r for r in store.mutants(problem.key) if r["substrate_hash"] == sh]
+    rows = {r["id"]: r for r in current if r["status"] in ("distinct", "crash_probe") and in_sample(r["id"], sample)}
+    if not rows and (sample is None or not current):
         raise KbmError(f"no mutants of {problem.key} at its current source: run `kbm mutate {problem.key}` first")
     return substrate, sh, rows
 
@@ -202,23 +202,15 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
     return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers)
 
 
-def _crashed(store: Any, problem: str, specs: list[InputSpec]) -> set[str]:
-    """Mutants of `problem` with a stored crash or timeout on one of `specs`: the inputs of this
-    run. One that crashed only on other inputs runs here, since a protocol made of these inputs
-    has not seen its crash and needs its cells."""
+def _stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
+    """Mutants with a stored crash or timeout on one of `specs` (input ids name their problem).
+
+    On this run's inputs: a mutant that crashed only on other inputs runs here, since a protocol
+    made of these inputs has not seen its crash and needs its cells. On the probe: mutants a
+    killed run left unquarantined."""
     ids = [s.id for s in specs]
-    rows = store.db.execute("select distinct c.mutant from cells c join mutants m on m.id = c.mutant "
-                            f"where m.problem = ? and c.input in ({', '.join('?' * len(ids))}) "
-                            "and c.outcome in ('crash', 'timeout')", [problem, *ids]).fetchall()
-    return {r[0] for r in rows}
-
-
-def _probe_crashes(store: Any, probe: InputSpec | None) -> set[str]:
-    """Mutants whose stored probe cell crashed or timed out (a run killed before quarantining them)."""
-    if probe is None:
-        return set()
-    rows = store.db.execute("select mutant from cells where input = ? and outcome in ('crash', 'timeout')",
-                            [probe.id]).fetchall()
+    rows = store.db.execute(f"select distinct mutant from cells where input in ({', '.join('?' * len(ids))}) "
+                            f"and outcome in ({', '.join('?' * len(STOPPING))})", [*ids, *STOPPING]).fetchall()
     return {r[0] for r in rows}
 
 
@@ -271,8 +263,9 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         checks = store.checked_inputs(problem.key, sh)
         invalid = {i for i, c in checks.items() if not c["valid"]}
         done |= {(m, i) for m in rows for i in invalid}
-        views[problem.key] = {"done": done, "checked": set(checks), "probe_crashes": _probe_crashes(store, probe_input),
-                              "crashed": _crashed(store, problem.key, specs)}
+        views[problem.key] = {"done": done, "checked": set(checks),
+                              "probe_crashes": _stopped_on(store, [probe_input] if probe_input else []),
+                              "crashed": _stopped_on(store, specs)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         jobs.append((problem, substrate, sh, rows, specs))
         hashes[problem.key] = sh
