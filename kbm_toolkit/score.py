@@ -48,6 +48,13 @@ class Matrix:
             self._stopped = {m for (m, _), (outcome, _) in self.cells.items() if outcome in ("crash", "timeout")}
         return self._stopped
 
+    def missing(self, input_id: str, excused: set[str]) -> int:
+        """Mutants with no cell on the input, leaving out those in `excused` (e.g. stopped by a
+        crash, so their gaps are deliberate); exact even when quiet cells were not loaded, since
+        a stopped mutant's cells all load."""
+        gaps = len(self.mutants) - self.evaluated.get(input_id, 0)
+        return gaps - sum(1 for m in excused if (m, input_id) not in self.cells) if gaps else 0
+
     def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
         """The cells of one input, by mutant."""
         if self._columns is None:
@@ -170,9 +177,8 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
         for i in valid:
             detected |= mx.killed(i, t)
         for i in valid:
-            missing = len(mx.mutants) - mx.evaluated.get(i, 0)
-            if missing:  # a mutant stopped after a crash the protocol saw needs no more cells
-                missing -= sum(1 for m in mx.stopped & detected if (m, i) not in mx.cells)
+            # a mutant stopped by a crash the protocol saw needs no more cells
+            missing = mx.missing(i, mx.stopped & detected)
             if missing:
                 result.missing_cells[key] = result.missing_cells.get(key, 0) + missing
         result.detected[key] = detected & mx.mutants.keys()
@@ -295,8 +301,9 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     if matrices is None:
         judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
         matrices = load_matrices(store, min(judged))  # cells passing under every tolerance used cannot matter
-    excluded = flags(protocol, matrices, store.reference_checks(), tolerance)
-    vs_excluded = flags(vs, matrices, store.reference_checks()) if vs else None
+    references = store.reference_checks()
+    excluded = flags(protocol, matrices, references, tolerance)
+    vs_excluded = flags(vs, matrices, references) if vs else None
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded)
     report["sample"] = store.sample_summary()
     return report

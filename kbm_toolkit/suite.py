@@ -20,11 +20,7 @@ def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
     """input id → the mutants it kills at `tolerance`, over the inputs valid at that tolerance and
     run on every mutant (a column with gaps, e.g. new inputs run only on one protocol's survivors,
     would look weaker than it is; a mutant stopped by a crash leaves no gap)."""
-    def complete(i: str) -> bool:
-        gaps = len(mx.mutants) - mx.evaluated.get(i, 0)
-        return gaps <= 0 or gaps <= sum(1 for m in mx.stopped if (m, i) not in mx.cells)
-
-    valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance) and complete(i)}
+    valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance) and mx.missing(i, mx.stopped) <= 0}
     kills: dict[str, set[str]] = {i: set() for i in valid}
     for (m, i), cell in mx.cells.items():
         if i in valid and m in mx.mutants and _killed(cell, tolerance):
