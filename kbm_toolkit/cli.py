@@ -624,10 +624,12 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
     store = obj.read_store()
     if tables:
         from kbm_toolkit.report_tables import markdown, table1, table2
-        from kbm_toolkit.score import audit_store
+        from kbm_toolkit.score import audit_store, load_matrices
 
-        chosen = [load_protocol(a) for a in adapters or ("kernelbench", "kbv", "fuzz")]
-        audits = {p.name: audit_store(store, p, all_protocols()) for p in chosen}
+        chosen, denominator = [load_protocol(a) for a in adapters or ("kernelbench", "kbv", "fuzz")], all_protocols()
+        # one load for every audit: cells passing under every tolerance used cannot matter
+        matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator))
+        audits = {p.name: audit_store(store, p, denominator, matrices=matrices) for p in chosen}
         click.echo(f"{provenance(store)}\n\nTable 1: the mutation pipeline\n\n"
                    f"{markdown(table1(store, audits[chosen[0].name]))}\n\n"
                    f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
