@@ -390,10 +390,14 @@ def show(obj: Context, mutant_id: str) -> None:
 @click.option("--witnessed", is_flag=True,
               help="With --survivors-of: only the survivors some built-in protocol detects (the knowledge "
                    "ladder's fixed denominator), not those no stored input has witnessed yet.")
+@click.option("--first-kill", is_flag=True,
+              help="Stop giving a mutant a protocol's inputs once that protocol detects it: every audit of "
+                   "the --inputs protocols is unchanged at about a third of the cells, but these mutants get "
+                   "no full rows, which suites need (they use the share evaluated without this).")
 @click.pass_obj
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
             gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
-            survivors_of: str | None, witnessed: bool) -> None:
+            survivors_of: str | None, witnessed: bool, first_kill: bool) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -406,6 +410,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     from kbm_toolkit.spec_sources import resolve
 
     specs_for = resolve(source)
+    protocols = _protocols_of(source) if first_kill else None
     store = obj.store()
     with_mutants = {r["problem"] for r in store.db.query("select distinct problem from mutants")}
     selected = obj.problems().select(problems, level)
@@ -429,11 +434,25 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
             store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
             on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"), workers_per_gpu=workers,
-            sample=sample, rerun_crashers=rerun_crashers, only=only)
+            sample=sample, rerun_crashers=rerun_crashers, only=only, first_kill=protocols)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     if any(v != "done" for v in summary.problems.values()):
         sys.exit(ExitCode.RUN_INCOMPLETE)
+
+
+def _protocols_of(source: str) -> list[Any]:
+    """The protocols named by `--inputs` for `--first-kill`, whose tolerances say what a detection is."""
+    from kbm_toolkit.plugins import load_protocol
+
+    protocols = []
+    for part in (p.strip() for p in source.split(",") if p.strip()):
+        try:
+            protocols.append(load_protocol(part))
+        except KbmError:
+            raise click.UsageError(f"--first-kill needs protocols as --inputs (their tolerances say what "
+                                   f"detects a mutant); {part!r} is not one") from None
+    return protocols
 
 
 def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> bool:
@@ -477,7 +496,7 @@ def suite(obj: Context, budget: int, tolerance: float, baseline: str, emit: str 
     from kbm_toolkit.suite import budget_curve, emit_protocol
 
     store = obj.read_store()
-    matrices = load_matrices(store)
+    matrices = load_matrices(store, full_rows=True)  # set cover needs full rows (not --first-kill's)
     base = run_protocol(load_protocol(baseline), matrices, tolerance)
     budgets = list(range(1, max(5, budget) + 1))
     curve = budget_curve(matrices, tolerance, budgets, base.detected, splits)

@@ -58,7 +58,8 @@ def problem_from_record(data: dict[str, Any]) -> Problem:
 
 
 def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Yield `input`, `start` and `cell` records for every (input, mutant) pair not in `done`.
+    """Yield `input`, `start` and `cell` records for every (input, mutant) pair not in `done`
+    (with a `first_kill` rule, nor any pair that rule skips after this task's own cells).
 
     After a CUDA error the context is unusable: the task yields the crash cell and a `poisoned`
     record and stops, and the parent resumes the rest in a fresh worker.
@@ -66,6 +67,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     import torch
 
     from kbm_toolkit.execute import LoadedKernel, run_reference, strict_fp32_references
+    from kbm_toolkit.first_kill import FirstKill, Settled
     from kbm_toolkit.margin import compare
     from kbm_toolkit.nvrtc import Image
 
@@ -75,6 +77,8 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     correct = LoadedKernel(substrate, Image(**task["original"]))
     done = {tuple(p) for p in task.get("done", ())}
     stopped: set[str] = set()  # crashed on an earlier input of this task (see evaluation_run._drive)
+    # with --first-kill: which protocols this task's own cells show detecting each mutant
+    settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
     checked = set(task.get("checked", ()))
     mutants = task["mutants"]
     kernels: dict[str, LoadedKernel] = {}
@@ -88,7 +92,8 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
     for record in task["specs"]:
         spec = InputSpec.from_record(record)
-        pending = [m for m in mutants if (m["id"], spec.id) not in done and m["id"] not in stopped]
+        pending = [m for m in mutants if (m["id"], spec.id) not in done and m["id"] not in stopped
+                   and (settled is None or settled.needed(m["id"], spec.id))]
         if not pending and spec.id in checked:
             continue
         check: dict[str, Any] = {"kind": "input", "input": spec.id, "valid": False}
@@ -123,6 +128,8 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield check
         if not check["valid"]:
             continue  # an input that rejects the correct kernel kills nothing
+        if settled is not None:
+            settled.check(spec.id, check["margin"])
         saved = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         ref_saved = ref.clone()
         for m in pending:
@@ -159,5 +166,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 ref.copy_(ref_saved)
             if cell["outcome"] == "crash" and not task.get("rerun_crashers"):
                 stopped.add(m["id"])
+            if settled is not None:
+                settled.cell(m["id"], spec.id, cell["outcome"], cell.get("margin"))
             yield cell
         del inputs, saved, ref, ref_saved

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.first_kill import FirstKill, Settled
 from kbm_toolkit.inputs import InputSpec
 from kbm_toolkit.mutate import generate, in_sample, substrate_hash
 from kbm_toolkit.nvrtc import compile_source
@@ -112,11 +113,14 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
 
 def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
            done: set[tuple[str, str]], checked: set[str], emit: Callable[[dict[str, Any]], None],
-           deadline: Callable[[float | None], float], rerun_crashers: bool = False) -> str:
+           deadline: Callable[[float | None], float], rerun_crashers: bool = False,
+           settled: Settled | None = None) -> str:
     """Run one problem's pairs to completion on `worker`, restarting it as needed; return a verdict.
 
     A mutant that crashes or hangs on an input is not run on the rest (`rerun_crashers` does):
     the crash already kills it at every tolerance, and each further crash would cost a restart.
+    With `settled` (`--first-kill`), a pair its rule no longer needs counts as done: the worker
+    skips the same pairs by the same rule.
     """
     stuck = 0
     while True:
@@ -127,7 +131,8 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                 "substrate": str(plan.substrate.folder), "original": plan.original,
                 "specs": [s.record() for s in specs],
                 "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")} for m in mutants],
-                "done": sorted(done), "checked": sorted(checked), "rerun_crashers": rerun_crashers}
+                "done": sorted(done), "checked": sorted(checked), "rerun_crashers": rerun_crashers,
+                "first_kill": settled.rule.record() if settled else None}
         current: dict[str, Any] = {}
         correct_ms: dict[str, float] = {}
         progressed = False
@@ -143,6 +148,8 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     correct_ms[rec["input"]] = rec.get("kernel_ms") or 0.0
                     if not rec["valid"]:
                         done.update((m["id"], rec["input"]) for m in mutants)
+                    elif settled is not None:
+                        settled.check(rec["input"], rec["margin"])
                     emit(rec)
                     progressed = True
                 elif rec["kind"] == "start":
@@ -151,6 +158,9 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     done.add((rec["mutant"], rec["input"]))
                     if rec["outcome"] in STOPPING and not rerun_crashers:
                         done.update((rec["mutant"], s.id) for s in specs)
+                    if settled is not None:
+                        settled.cell(rec["mutant"], rec["input"], rec["outcome"], rec.get("margin"))
+                        done.update((rec["mutant"], s.id) for s in specs if not settled.needed(rec["mutant"], s.id))
                     emit(rec)
                     current = {}
                     progressed = True
@@ -199,7 +209,8 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
         for m in crashers:
             emit({"kind": "quarantine", "mutant": m})
         mutants = [m for m in mutants if m["id"] not in crashers]
-    return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers)
+    return _drive(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers,
+                  store_view.get("settled"))
 
 
 def _stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
@@ -220,7 +231,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                    on_problem: Callable[[str, str], None] | None = None, rules: list[Any] | None = None,
                    deadline: Callable[[float | None], float] = mutant_deadline_s,
                    workers_per_gpu: int = 1, sample: float | None = None, rerun_crashers: bool = False,
-                   only: dict[str, set[str]] | None = None, checks_only: bool = False) -> RunSummary:
+                   only: dict[str, set[str]] | None = None, checks_only: bool = False,
+                   first_kill: list[Any] | None = None) -> RunSummary:
     """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`.
 
     With `sample`, only that deterministic share of each problem's mutants (`mutate.in_sample`);
@@ -229,7 +241,10 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     level's matmuls. A mutant that crashes or hangs on an input is not run on the others unless
     `rerun_crashers`. `only` (problem -> mutant ids) narrows the mutants further, e.g. to those
     a protocol misses. `checks_only` runs no mutant at all, only each input's validity check (the
-    reference and the correct kernel): how `kbm targets` locates validity ceilings.
+    reference and the correct kernel): how `kbm targets` locates validity ceilings. With
+    `first_kill` (the protocols whose inputs `specs_for` gives), a mutant stops getting a
+    protocol's inputs once that protocol detects it (`first_kill.FirstKill`); the store then
+    records that the newly evaluated mutants lack full rows.
 
     With `workers_per_gpu` > 1, several workers share each GPU, each on its own problems, so
     one worker's restart after a crashing mutant leaves the GPU busy with the others.
@@ -254,16 +269,24 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
         if not checks_only:
-            store.widen_sample(problem.key, sample)
+            store.widen_sample(problem.key, sample, full_rows=not first_kill)
             if not rows:  # a small problem whose sample drew none of its mutants, or none is left
                 summary.problems[problem.key] = "done"
                 continue
         store.record_inputs(specs + ([probe_input] if probe_input else []), source)
-        done = {pair for pair in store.done_pairs(problem.key) if pair[0] in rows}
+        stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
+        done = set(stored)
         checks = store.checked_inputs(problem.key, sh)
         invalid = {i for i, c in checks.items() if not c["valid"]}
         done |= {(m, i) for m in rows for i in invalid}
-        views[problem.key] = {"done": done, "checked": set(checks),
+        settled = None
+        if first_kill and not checks_only:  # what stored cells already settle is not asked for again
+            settled = Settled(FirstKill.of(first_kill, problem),
+                              {i: c["margin"] for i, c in checks.items() if c["valid"]})
+            for (m, i), (outcome, margin) in stored.items():
+                settled.cell(m, i, outcome, margin)
+            done |= {(m, s.id) for m in settled.by_mutant for s in specs if not settled.needed(m, s.id)}
+        views[problem.key] = {"done": done, "checked": set(checks), "settled": settled,
                               "probe_crashes": _stopped_on(store, [probe_input] if probe_input else []),
                               "crashed": _stopped_on(store, specs)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))

@@ -83,7 +83,9 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     figures.append(("Per-problem miss rate, sorted", _save(fig, out, "problem_miss_curve")))
     plt.close(fig)
 
-    curve = budget_curve(matrices, budget_tolerance, [1, 2, 3, 4, 5])
+    # set cover needs full rows: the mutants evaluated without --first-kill
+    full_rows = matrices if not store.full_rows() else load_matrices(store, full_rows=True)
+    curve = budget_curve(full_rows, budget_tolerance, [1, 2, 3, 4, 5])
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(curve.budgets, curve.full, marker="o", label="full pool")
     ax.plot(curve.budgets, curve.held_out, marker="o", linestyle="--", label="held-out")

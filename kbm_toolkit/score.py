@@ -37,6 +37,9 @@ class Matrix:
     """(mutant, input) -> (outcome, margin); all of them, or only those that can kill (see load_matrices)."""
     evaluated: dict[str, int] = field(default_factory=dict)
     """Input -> how many of the mutants have a cell on it (passing or not)."""
+    present: dict[str, set[str]] = field(default_factory=dict)
+    """Input -> the mutants with a cell on it, for inputs some mutant lacks (with quiet cells unloaded,
+    `cells` alone cannot tell a gap from a quiet cell)."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
     _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] | None = field(default=None, repr=False)
@@ -49,11 +52,12 @@ class Matrix:
         return self._stopped
 
     def missing(self, input_id: str, excused: set[str]) -> int:
-        """Mutants with no cell on the input, leaving out those in `excused` (e.g. stopped by a
-        crash, so their gaps are deliberate); exact even when quiet cells were not loaded, since
-        a stopped mutant's cells all load."""
-        gaps = len(self.mutants) - self.evaluated.get(input_id, 0)
-        return gaps - sum(1 for m in excused if (m, input_id) not in self.cells) if gaps else 0
+        """Mutants with no cell on the input, leaving out those in `excused` (e.g. already detected,
+        so no cell can change their verdict)."""
+        if self.evaluated.get(input_id, 0) >= len(self.mutants):
+            return 0
+        have = self.present.get(input_id, set())
+        return sum(1 for m in self.mutants if m not in have and m not in excused)
 
     def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
         """The cells of one input, by mutant."""
@@ -72,10 +76,11 @@ class Matrix:
         return self._killed[(input_id, t)]
 
 
-def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
+def load_matrices(store: Any, floor: float | None = None, full_rows: bool = False) -> list[Matrix]:
     """Every refereeable problem that has distinct mutants, with what the store knows about it.
 
-    A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants. Four
+    A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants; with
+    `full_rows`, only those evaluated without `--first-kill` (what set cover needs). Five
     queries in all, whatever the number of problems. With `floor`, cells that pass with a
     margin at or under it are left out: they kill at no tolerance >= floor, and on a real pool
     they are most of the cells (scoring protocols needs only the others).
@@ -83,8 +88,9 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
     problems = {r["key"]: r for r in store.db["problems"].rows}
     store.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
     # the scored mutants: distinct, of a refereeable problem, and in the problem's sample if it has one
+    share = "coalesce(p.full_rows, p.sample)" if full_rows else "p.sample"
     scored = ("m.status = 'distinct' and (p.key is null or ((p.refereeable is null or p.refereeable != 0) "
-              "and (p.sample is null or kbm_in_sample(m.id, p.sample))))")
+              f"and ({share} is null or kbm_in_sample(m.id, {share}))))")
     mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in store.db.query("select m.id, m.problem, m.substrate_hash, m.rule, m.family, m.name, m.status "
                             f"from mutants m left join problems p on p.key = m.problem where {scored}"):
@@ -101,15 +107,20 @@ def load_matrices(store: Any, floor: float | None = None) -> list[Matrix]:
                                                  "group by c.input, m.problem"):
         evaluated[problem][input_id] = n
     cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
-    # a crashed mutant's cells all load: its missing ones are told apart from ones left out as quiet
-    quiet = "" if floor is None else (" and (not (c.outcome = 'pass' and c.margin is not null and c.margin <= :floor)"
-                                      " or c.mutant in (select mutant from cells where outcome in ('crash', 'timeout')))")
+    quiet = "" if floor is None else " and not (c.outcome = 'pass' and c.margin is not null and c.margin <= :floor)"
     for mutant, input_id, outcome, margin, problem in store.db.execute(
             f"select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c {distinct}{quiet}",
             {"floor": floor}):
         cells[problem][(mutant, input_id)] = (outcome, margin)
-    return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k], evaluated[k])
-            for k in sorted(mutants)]
+    # who has a cell on an input with gaps (a crash stop, --first-kill, an unfinished run): none on a full matrix
+    gappy = [i for k, counts in evaluated.items() for i, n in counts.items() if n < len(mutants[k])]
+    present: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for mutant, input_id, problem in store.db.execute(
+            f"select c.mutant, c.input, m.problem from cells c {distinct} and c.input in (select value from json_each(:ids))",
+            {"ids": json.dumps(gappy)}):
+        present[problem][input_id].add(mutant)
+    return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k], evaluated[k],
+                   dict(present[k])) for k in sorted(mutants)]
 
 
 def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
@@ -177,8 +188,8 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
         for i in valid:
             detected |= mx.killed(i, t)
         for i in valid:
-            # a mutant stopped by a crash the protocol saw needs no more cells
-            missing = mx.missing(i, mx.stopped & detected)
+            # a detected mutant needs no more cells (a crash stop, --first-kill): none can undo it
+            missing = mx.missing(i, detected)
             if missing:
                 result.missing_cells[key] = result.missing_cells.get(key, 0) + missing
         result.detected[key] = detected & mx.mutants.keys()

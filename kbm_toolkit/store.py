@@ -126,6 +126,13 @@ def m008_run_stopped(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("stopped", str)
 
 
+@migration
+def m009_problem_full_rows(db: sqlite_utils.Database) -> None:
+    # `kbm run --first-kill` evaluates mutants without full rows: audits are exact on them, suites
+    # are not. The share of a problem's mutants that has full rows (NULL: the whole sample).
+    db["problems"].add_column("full_rows", float)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -235,8 +242,9 @@ class Store:
         """Mutants per screening status, over every problem."""
         return Counter(dict(self.db.execute("select status, count(*) from mutants group by status").fetchall()))
 
-    def widen_sample(self, problem: str, fraction: float | None) -> None:
-        """Record that `problem` is evaluated on `fraction` of its mutants (None: all), never narrowing.
+    def widen_sample(self, problem: str, fraction: float | None, full_rows: bool = True) -> None:
+        """Record that `problem` is evaluated on `fraction` of its mutants (None: all), never
+        narrowing; `full_rows=False` (`kbm run --first-kill`) leaves the share with full rows as it was.
 
         A problem with cells but no recorded share was evaluated in full before shares existed.
         """
@@ -244,8 +252,21 @@ class Store:
         if current is None and not self._has("problems", problem):
             return
         wanted = max(current or 0.0, 1.0 if fraction is None else fraction)
+        full = self.full_rows().get(problem, current or 0.0)
+        if full_rows:
+            full = max(full, wanted)
         with self.db.conn:
-            self.db["problems"].update(problem, {"sample": None if wanted >= 1.0 else wanted})
+            self.db["problems"].update(problem, {"sample": None if wanted >= 1.0 else wanted,
+                                                 "full_rows": None if full >= wanted else full})
+
+    def _full_share(self) -> dict[str, float]:
+        """Problem -> share of its mutants evaluated with full rows (1.0: all), for evaluated problems."""
+        narrower = self.full_rows()
+        return {k: narrower.get(k, f) for k, f in self._evaluated_share().items()}
+
+    def full_rows(self) -> dict[str, float]:
+        """Problem -> the share of its mutants with full rows, where it is narrower than its sample."""
+        return {r[0]: r[1] for r in self.db.execute("select key, full_rows from problems where full_rows is not null")}
 
     def _evaluated_share(self, problem: str | None = None) -> dict[str, float]:
         """Problem -> share of its mutants evaluated so far (1.0: all), for problems with cells or a share."""
@@ -418,11 +439,11 @@ class Store:
                 "ms": c.get("ms"), "run": run_id, "note": c.get("note"),
             } for c in cells), pk=("mutant", "input"), ignore=True)
 
-    def done_pairs(self, problem: str) -> set[tuple[str, str]]:
-        """(mutant, input) pairs of `problem` that already have a cell."""
-        rows = self.db.execute("select c.mutant, c.input from cells c join mutants m on m.id = c.mutant "
-                               "where m.problem = ?", [problem]).fetchall()
-        return {(a, b) for a, b in rows}
+    def problem_cells(self, problem: str) -> dict[tuple[str, str], tuple[str, float | None]]:
+        """(mutant, input) -> (outcome, margin) for every cell `problem` already has."""
+        rows = self.db.execute("select c.mutant, c.input, c.outcome, c.margin from cells c "
+                               "join mutants m on m.id = c.mutant where m.problem = ?", [problem]).fetchall()
+        return {(a, b): (o, x) for a, b, o, x in rows}
 
     def checked_inputs(self, problem: str, substrate_hash: str) -> dict[str, dict[str, Any]]:
         """input id → its stored check for this substrate."""
@@ -479,6 +500,9 @@ class Store:
         shares = self._evaluated_share()
         for k, f in other._evaluated_share().items():
             shares[k] = max(shares.get(k, 0.0), f)
+        full = self._full_share()
+        for k, f in other._full_share().items():
+            full[k] = max(full.get(k, 0.0), f)
         own_runs = {key(r): r["id"] for r in self.db["runs"].rows}
         run_map: dict[int, int] = {}
         with self.db.conn:
@@ -496,7 +520,8 @@ class Store:
                 self.db[table].insert_all(rows, pk=pk, ignore=True, batch_size=2000)
                 added[table] = self.db[table].count - before
             for k, f in shares.items():  # the union of two samples is the wider one (samples nest)
-                self.db.execute("update problems set sample = ? where key = ?", [None if f >= 1.0 else f, k])
+                self.db.execute("update problems set sample = ?, full_rows = ? where key = ?",
+                                [None if f >= 1.0 else f, None if full.get(k, 0.0) >= f else full.get(k, 0.0), k])
         return added
 
     def close(self) -> None:

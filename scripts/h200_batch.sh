@@ -5,7 +5,8 @@
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
 #                                           .kbm/kb-seed.db, gated and mutated); SAMPLE share of mutants, default 0.1;
-#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU)
+#                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU; FIRST_KILL=1 runs
+#                                           with --first-kill)
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
 #                                           witnessed survivors: the knowledge ladder)
 #                                           kb-refcheck (KernelBench references against fp64)
@@ -60,7 +61,8 @@ for step in "$@"; do
             kb_store
             timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                 --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
-                --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" > "$OUT/logs/kb-run-$(date +%s).txt" 2>&1
+                --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" ${FIRST_KILL:+--first-kill} \
+                > "$OUT/logs/kb-run-$(date +%s).txt" 2>&1
             echo "kb run: exit $?; $(tail -n1 "$OUT"/logs/kb-run-*.txt | tail -n1)"
             python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n3 ;;
         kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses

@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any, Iterator
 
+from kbm_toolkit.first_kill import FirstKill, Settled
 from kbm_toolkit.inputs import InputSpec
 
 
@@ -23,15 +24,19 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     delay = float(os.environ.get("KBM_FAKE_DELAY", "0"))
     done = {tuple(p) for p in task.get("done", ())}
     checked = set(task.get("checked", ()))
+    settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
     for record in task["specs"]:
         spec = InputSpec.from_record(record)
-        pending = [m for m in task["mutants"] if (m["id"], spec.id) not in done]
+        pending = [m for m in task["mutants"] if (m["id"], spec.id) not in done
+                   and (settled is None or settled.needed(m["id"], spec.id))]
         if not pending and spec.id in checked:
             continue
         probe = spec.label == "probe" or bool(spec.shape)
         off = any(t["op"] in behaviour.get("invalid", ()) for t in record.get("transforms", ()))
         yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 0.5 if off else 1e-7,
                "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0}
+        if settled is not None:
+            settled.check(spec.id, 0.5 if off else 1e-7)
         for m in pending:
             yield {"kind": "start", "mutant": m["id"], "input": spec.id}
             what = behaviour.get(m["id"])
@@ -47,5 +52,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 return
             time.sleep(delay)
             killed = spec.id < m["id"]
+            if settled is not None:
+                settled.cell(m["id"], spec.id, "pass", 0.5 if killed else 1e-6)
             yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
                    "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0}

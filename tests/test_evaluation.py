@@ -317,3 +317,59 @@ def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path
     run = store.db["runs"].get(1)
     assert run["finished"] is None and run["stopped"] >= run["started"]
     assert 4 <= store.db["cells"].count < len(ids) * 4
+
+
+def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols import Protocol
+    from kbm_toolkit.score import load_matrices, run_protocol
+
+    # `a` and `b` share the first official trial; b's tolerance is stricter, as kbv's is
+    a = Protocol("a", "", 1e-2, ({"trials": 3},))
+    b = Protocol("b", "", 1e-3, ({"seed_index": 0}, {"trials": 2, "seed_offset": 3}))
+
+    def union(problem) -> list[InputSpec]:
+        return list({s.id: s for p in (a, b) for s in p.specs(problem)}.values())
+
+    problem = ProblemSet.discover().get("demo/3")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    stores = {}
+    for name, rule in (("full", None), ("first", [a, b])):
+        stores[name], ids = seeded_store(tmp_path / f"{name}.db")
+        run_evaluation(stores[name], [problem], union, "a,b", "sm_90", {"gpu": "fake"}, target=FAKE,
+                       rules=RULES, deadline=fast_deadline, first_kill=rule)
+    full, first = stores["full"], stores["first"]
+    assert first.db["cells"].count < full.db["cells"].count
+    assert set(cells(first)) < set(cells(full))
+    # each protocol alone, and each one's inputs at the other's tolerance (the --vs decomposition)
+    for protocol in (a, b):
+        for t in (1e-2, 1e-3):
+            for floor in (None, 1e-3):  # audits leave quiet cells unloaded: gaps must still be told apart
+                mine, theirs = (run_protocol(protocol, load_matrices(s, floor), t) for s in (first, full))
+                assert mine.detected == theirs.detected and mine.detected[problem.key]
+                assert not mine.missing_cells
+    # outside the run's tolerances the gaps can matter, and are reported as missing, not scored
+    assert run_protocol(a, load_matrices(first), 1.0).missing_cells
+    # no full rows: suites see none of these mutants until a full run fills them
+    assert first.full_rows() == {problem.key: 0.0} and not load_matrices(first, full_rows=True)
+    again = run_evaluation(first, [problem], union, "a,b", "sm_90", {"gpu": "fake"}, target=FAKE,
+                           rules=RULES, deadline=fast_deadline, first_kill=[a, b])
+    assert again.cells == 0  # resumed: what stored cells settle is not asked for again
+    run_evaluation(first, [problem], union, "a,b", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
+                   deadline=fast_deadline)
+    assert set(cells(first)) == set(cells(full)) and first.full_rows() == {}
+    assert set(load_matrices(first, full_rows=True)[0].mutants) == set(ids)
+
+
+def test_merging_keeps_the_wider_share_of_full_rows() -> None:
+    a, b = Store(":memory:"), Store(":memory:")
+    problem = ProblemSet.discover().get("demo/3")
+    for store in (a, b):
+        store.record_problem(problem)
+    a.widen_sample(problem.key, 0.2)
+    a.widen_sample(problem.key, 0.5, full_rows=False)  # first-kill beyond the full 20%
+    b.widen_sample(problem.key, 0.3)
+    assert a.full_rows() == {problem.key: 0.2}
+    a.merge(b)
+    assert a.samples() == {problem.key: 0.5} and a.full_rows() == {problem.key: 0.3}

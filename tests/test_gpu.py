@@ -95,3 +95,27 @@ def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(
     others = [m.id for m in mutants if m.rule == "mul2div"]
     assert others and all(len(store.db.execute("select 1 from cells where mutant = ?", [m]).fetchall()) == 6
                           for m in others)  # the probe and the five official trials
+
+
+def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path, demo: ProblemSet) -> None:
+    from kbm_toolkit.evaluation_run import run_evaluation
+    from kbm_toolkit.mutation_run import mutate_problems
+    from kbm_toolkit.plugins import load_protocol
+    from kbm_toolkit.score import load_matrices, run_protocol
+    from kbm_toolkit.spec_sources import resolve
+    from kbm_toolkit.store import Store
+
+    problem = demo.get("demo/3")
+    protocols = [load_protocol("kernelbench"), load_protocol("kbv")]
+    stores = {}
+    for name, rule in (("full", None), ("first", protocols)):
+        stores[name] = Store(tmp_path / f"{name}.db")
+        mutate_problems(stores[name], [problem], device_arch(), workers=2, require_gate=False)
+        summary = run_evaluation(stores[name], [problem], resolve("kernelbench,kbv"), "kernelbench,kbv",
+                                 device_arch(), {"gpu": "test"}, first_kill=rule)
+        assert summary.problems == {problem.key: "done"}
+    assert stores["first"].db["cells"].count < stores["full"].db["cells"].count
+    for protocol in protocols:
+        for t in (1e-2, 1e-3):
+            mine, theirs = (run_protocol(protocol, load_matrices(stores[s]), t) for s in ("first", "full"))
+            assert mine.detected == theirs.detected and not mine.missing_cells
