@@ -628,8 +628,11 @@ def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
               help="Print Table 1 (the pipeline) and Table 2 (families) as Markdown instead; the first protocol is the official one.")
 @click.option("--adapter", "-a", "adapters", multiple=True,
               help="Protocols to compare (default: every installed one; with --tables, kernelbench, kbv and fuzz).")
+@click.option("--sample", type=click.FloatRange(0.0, 1.0, min_open=True),
+              help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
+                   "wider store reproduces a narrower one's figures).")
 @click.pass_obj
-def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...]) -> None:
+def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None) -> None:
     """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
 
     Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
@@ -647,8 +650,8 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
 
         chosen, denominator = [load_protocol(a) for a in adapters or ("kernelbench", "kbv", "fuzz")], all_protocols()
         # one load for every audit: cells passing under every tolerance used cannot matter
-        matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator))
-        audits = {p.name: audit_store(store, p, denominator, matrices=matrices) for p in chosen}
+        matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator), sample=sample)
+        audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample) for p in chosen}
         click.echo(f"{provenance(store)}\n\nTable 1: the mutation pipeline\n\n"
                    f"{markdown(table1(store, audits[chosen[0].name]))}\n\n"
                    f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
@@ -659,7 +662,7 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
     from kbm_toolkit.report_figures import write_report
 
     protocols = [load_protocol(a) for a in adapters] if adapters else all_protocols()
-    page = write_report(store, protocols, Path(out))
+    page = write_report(store, protocols, Path(out), sample=sample)
     click.echo(f"{provenance(store)}\nwrote {page}")
 
 
@@ -770,9 +773,12 @@ def adapters_cmd(obj: Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--fail-under", type=float, help="Exit 7 when detection is below this percentage.")
 @click.option("--no-run", is_flag=True, help="Never evaluate missing cells, even with a GPU present.")
+@click.option("--sample", type=click.FloatRange(0.0, 1.0, min_open=True),
+              help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
+                   "wider store reproduces a narrower one's figures).")
 @click.pass_obj
 def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, denominator: tuple[str, ...],
-          as_json: bool, fail_under: float | None, no_run: bool) -> None:
+          as_json: bool, fail_under: float | None, no_run: bool, sample: float | None) -> None:
     """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
 
     Reports detection of witnessed mutants with a 90% bootstrap band over problems, misses by
@@ -789,11 +795,11 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     other = load_protocol(vs) if vs else None
     deno = [load_protocol(d) for d in denominator] if denominator else all_protocols()
     store = obj.read_store()
-    report = audit_store(store, protocol, deno, tolerance, other)
+    report = audit_store(store, protocol, deno, tolerance, other, sample=sample)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and not no_run and not store.readonly:
         if _fill_missing(obj, store, protocol, missing):
-            report = audit_store(store, protocol, deno, tolerance, other)
+            report = audit_store(store, protocol, deno, tolerance, other, sample=sample)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

@@ -164,9 +164,9 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     if isinstance(v, torch.Tensor):
                         v.copy_(s)
                 ref.copy_(ref_saved)
-            if cell["outcome"] == "crash" and not task.get("rerun_crashers"):
-                stopped.add(m["id"])
-            if settled is not None:
+            if settled is not None:  # a crash settles its input's protocols, as any detection does
                 settled.cell(m["id"], spec.id, cell["outcome"], cell.get("margin"))
+            elif cell["outcome"] == "crash" and not task.get("rerun_crashers"):
+                stopped.add(m["id"])
             yield cell
         del inputs, saved, ref, ref_saved

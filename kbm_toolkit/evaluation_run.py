@@ -120,8 +120,19 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
     A mutant that crashes or hangs on an input is not run on the rest (`rerun_crashers` does):
     the crash already kills it at every tolerance, and each further crash would cost a restart.
     With `settled` (`--first-kill`), a pair its rule no longer needs counts as done: the worker
-    skips the same pairs by the same rule.
+    skips the same pairs by the same rule. There a crash settles only its own input's protocols,
+    like any detection, so the others still get their cells (at most one restart each).
     """
+    def take(cell: dict[str, Any]) -> None:
+        m = cell["mutant"]
+        done.add((m, cell["input"]))
+        if settled is not None:
+            settled.cell(m, cell["input"], cell["outcome"], cell.get("margin"))
+            done.update((m, s.id) for s in specs if not settled.needed(m, s.id))
+        elif cell["outcome"] in STOPPING and not rerun_crashers:
+            done.update((m, s.id) for s in specs)
+        emit(cell)
+
     stuck = 0
     while True:
         todo = [(m["id"], s.id) for s in specs for m in mutants if (m["id"], s.id) not in done]
@@ -155,13 +166,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                 elif rec["kind"] == "start":
                     current = rec
                 elif rec["kind"] == "cell":
-                    done.add((rec["mutant"], rec["input"]))
-                    if rec["outcome"] in STOPPING and not rerun_crashers:
-                        done.update((rec["mutant"], s.id) for s in specs)
-                    if settled is not None:
-                        settled.cell(rec["mutant"], rec["input"], rec["outcome"], rec.get("margin"))
-                        done.update((rec["mutant"], s.id) for s in specs if not settled.needed(rec["mutant"], s.id))
-                    emit(rec)
+                    take(rec)
                     current = {}
                     progressed = True
                 elif rec["kind"] == "poisoned":
@@ -173,12 +178,8 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                 return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
             else:  # crash or timeout of the worker itself
                 if current:
-                    cell = {"kind": "cell", "mutant": current["mutant"], "input": current["input"],
-                            "outcome": reply.status, "note": reply.message}
-                    done.add((cell["mutant"], cell["input"]))
-                    if not rerun_crashers:
-                        done.update((cell["mutant"], s.id) for s in specs)
-                    emit(cell)
+                    take({"kind": "cell", "mutant": current["mutant"], "input": current["input"],
+                          "outcome": reply.status, "note": reply.message})
                     progressed = True
                 break
         stuck = 0 if progressed else stuck + 1
@@ -191,7 +192,7 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
                 deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> str:
     """Probe phase, then the full input set, for one problem."""
     done, checked = set(store_view["done"]), set(store_view["checked"])
-    if not rerun_crashers:  # a mutant that crashed in an earlier run stays stopped (see _drive)
+    if not rerun_crashers and store_view.get("settled") is None:  # a crashed mutant stays stopped (see _drive)
         done |= {(m, s.id) for m in store_view["crashed"] for s in plan.specs}
     mutants = [m for m in plan.mutants if m["status"] == "distinct"]
     if plan.probe is not None:
@@ -363,6 +364,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     finally:
         store.record_cells(run_id, batch)
         summary.cells += len(batch)
+        if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
+            store.stop_run(run_id)  # first, as closing a worker busy in a long launch can outlast a kill's grace
         summary.restarts = sum(w.restarts for w in workers)
         summary.waited_s = sum(w.waited_s for w in workers)
         closing = [threading.Thread(target=w.close) for w in workers]  # together: each may wait on a busy child
@@ -370,7 +373,5 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             t.start()
         for t in closing:
             t.join()
-        if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time
-            store.stop_run(run_id)
     store.finish_run(run_id)
     return summary

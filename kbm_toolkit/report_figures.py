@@ -51,12 +51,14 @@ def pipeline_table(store: Any) -> list[tuple[str, Counter]]:
     return ordered + [("all", total)]
 
 
-def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolerance: float = 1e-2) -> Path:
-    """Draw every figure into `out` and write `out/index.html`; return the page's path."""
+def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolerance: float = 1e-2,
+                 sample: float | None = None) -> Path:
+    """Draw every figure into `out` and write `out/index.html`, scoring at most a `sample` share
+    of each problem's mutants; return the page's path."""
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
-    matrices = load_matrices(store)
-    audits = {p.name: audit_store(store, p, protocols, matrices=matrices) for p in protocols}  # as `kbm audit` does
+    matrices = load_matrices(store, sample=sample)
+    audits = {p.name: audit_store(store, p, protocols, matrices=matrices, sample=sample) for p in protocols}  # as `kbm audit` does
     figures: list[tuple[str, list[str]]] = []
 
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -84,7 +86,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     # set cover needs full rows: the mutants evaluated without --first-kill
-    full_rows = matrices if not store.full_rows() else load_matrices(store, full_rows=True)
+    full_rows = matrices if not store.full_rows() else load_matrices(store, full_rows=True, sample=sample)
     curve = budget_curve(full_rows, budget_tolerance, [1, 2, 3, 4, 5])
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(curve.budgets, curve.full, marker="o", label="full pool")

@@ -76,11 +76,13 @@ class Matrix:
         return self._killed[(input_id, t)]
 
 
-def load_matrices(store: Any, floor: float | None = None, full_rows: bool = False) -> list[Matrix]:
+def load_matrices(store: Any, floor: float | None = None, full_rows: bool = False,
+                  sample: float | None = None) -> list[Matrix]:
     """Every refereeable problem that has distinct mutants, with what the store knows about it.
 
     A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants; with
-    `full_rows`, only those evaluated without `--first-kill` (what set cover needs). Five
+    `full_rows`, only those evaluated without `--first-kill` (what set cover needs); with
+    `sample`, at most that share (samples nest, so a wider store reproduces a narrower one). Five
     queries in all, whatever the number of problems. With `floor`, cells that pass with a
     margin at or under it are left out: they kill at no tolerance >= floor, and on a real pool
     they are most of the cells (scoring protocols needs only the others).
@@ -89,11 +91,14 @@ def load_matrices(store: Any, floor: float | None = None, full_rows: bool = Fals
     store.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
     # the scored mutants: distinct, of a refereeable problem, and in the problem's sample if it has one
     share = "coalesce(p.full_rows, p.sample)" if full_rows else "p.sample"
+    if sample is not None:
+        share = f"min(coalesce({share}, 1.0), :sample)"
     scored = ("m.status = 'distinct' and (p.key is null or ((p.refereeable is null or p.refereeable != 0) "
               f"and ({share} is null or kbm_in_sample(m.id, {share}))))")
+    args: dict[str, Any] = {"sample": sample}
     mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in store.db.query("select m.id, m.problem, m.substrate_hash, m.rule, m.family, m.name, m.status "
-                            f"from mutants m left join problems p on p.key = m.problem where {scored}"):
+                            f"from mutants m left join problems p on p.key = m.problem where {scored}", args):
         mutants[r["problem"]][r["id"]] = r
     hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
     checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -104,20 +109,20 @@ def load_matrices(store: Any, floor: float | None = None, full_rows: bool = Fals
     distinct = f"join mutants m on m.id = c.mutant left join problems p on p.key = m.problem where {scored}"
     evaluated: dict[str, dict[str, int]] = defaultdict(dict)
     for input_id, problem, n in store.db.execute(f"select c.input, m.problem, count(*) from cells c {distinct} "
-                                                 "group by c.input, m.problem"):
+                                                 "group by c.input, m.problem", args):
         evaluated[problem][input_id] = n
     cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
     quiet = "" if floor is None else " and not (c.outcome = 'pass' and c.margin is not null and c.margin <= :floor)"
     for mutant, input_id, outcome, margin, problem in store.db.execute(
             f"select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c {distinct}{quiet}",
-            {"floor": floor}):
+            {**args, "floor": floor}):
         cells[problem][(mutant, input_id)] = (outcome, margin)
     # who has a cell on an input with gaps (a crash stop, --first-kill, an unfinished run): none on a full matrix
     gappy = [i for k, counts in evaluated.items() for i, n in counts.items() if n < len(mutants[k])]
     present: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for mutant, input_id, problem in store.db.execute(
             f"select c.mutant, c.input, m.problem from cells c {distinct} and c.input in (select value from json_each(:ids))",
-            {"ids": json.dumps(gappy)}):
+            {**args, "ids": json.dumps(gappy)}):
         present[problem][input_id].add(mutant)
     return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k], evaluated[k],
                    dict(present[k])) for k in sorted(mutants)]
@@ -303,20 +308,22 @@ def to_json(report: dict[str, Any]) -> str:
 
 
 def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tolerance: float | None = None,
-                vs: Protocol | None = None, matrices: list[Matrix] | None = None) -> dict[str, Any]:
+                vs: Protocol | None = None, matrices: list[Matrix] | None = None,
+                sample: float | None = None) -> dict[str, Any]:
     """`audit` over what a store holds: only the cells that can matter are loaded (unless the
-    caller has `matrices` already), problems the protocol cannot referee (`kbm refcheck`, the
-    vacuity band) are left out, and the store's sample, if any, is reported."""
+    caller has `matrices` already, loaded with the same `sample`), problems the protocol cannot
+    referee (`kbm refcheck`, the vacuity band) are left out, and the store's sample, if any (at
+    most `sample`), is reported."""
     from kbm_toolkit.refcheck import flags
 
     if matrices is None:
         judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
-        matrices = load_matrices(store, min(judged))  # cells passing under every tolerance used cannot matter
+        matrices = load_matrices(store, min(judged), sample=sample)  # cells passing under every tolerance cannot matter
     references = store.reference_checks()
     excluded = flags(protocol, matrices, references, tolerance)
     vs_excluded = flags(vs, matrices, references) if vs else None
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded)
-    report["sample"] = store.sample_summary()
+    report["sample"] = store.sample_summary(sample)
     return report
 
 

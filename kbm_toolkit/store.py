@@ -279,9 +279,12 @@ class Store:
         """Problems with cells, or with a share recorded by a sampled run."""
         return set(self._evaluated_share())
 
-    def sample_summary(self) -> dict[str, Any] | None:
-        """How much of the pool a sampled store evaluates (None when every problem is evaluated in full)."""
+    def sample_summary(self, at_most: float | None = None) -> dict[str, Any] | None:
+        """How much of the pool a sampled store evaluates, or is scored on when capped `at_most` a
+        share (None when every problem is evaluated in full)."""
         shares = self.samples()
+        if at_most is not None and at_most < 1.0:
+            shares = {k: min(f, at_most) for k, f in self._evaluated_share().items()}
         if not shares:
             return None
         from kbm_toolkit.mutate import in_sample

@@ -76,3 +76,23 @@ def test_gate_compile_only(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "gate", "--compile-only", "--level", "demo"])
     assert result.exit_code == 0, result.output
     assert "demo/1_LeakyReLU" in result.output
+
+
+def test_first_kill_needs_protocols_for_inputs(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kbv,official", "--first-kill"])
+    assert result.exit_code == 2
+    assert "'official' is not one" in result.output
+
+
+def test_audit_sample_scores_a_narrower_share_of_the_same_store(runner: CliRunner) -> None:
+    import json
+
+    def audit(*extra: str) -> dict:
+        result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", "kernelbench", "--json", *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    whole, half = audit(), audit("--sample", "0.5")
+    assert whole["sample"] is None and half["sample"]["share"] == 0.5
+    assert 0 < half["witnessed"] < whole["witnessed"]
+    assert half["sample"]["mutants"] < half["sample"]["distinct"]

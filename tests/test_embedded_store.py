@@ -46,7 +46,8 @@ def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
     levels = dict(store.db.execute("select p.level, count(distinct c.mutant) from cells c join mutants m "
                                    "on m.id = c.mutant join problems p on p.key = m.problem group by 1").fetchall())
     assert set(levels) == {"level1", "level2"} and sum(levels.values()) > 2000
-    assert store.sample_summary()["share"] == pytest.approx(0.1)
+    assert store.sample_summary()["share"] == pytest.approx(0.3)  # the first 10% with full rows, the rest --first-kill
+    assert store.full_rows() and all(f == pytest.approx(0.1) for f in store.full_rows().values())
 
 
 def test_a_shipped_store_is_unpacked_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,7 +96,7 @@ def test_a_fresh_machine_audits_every_builtin_protocol(fresh_user: CliRunner, pr
     if default:  # a sample, measured as far as the GPU time went: it says so, and what would fill it
         assert report["sample"]["mutants"] < report["sample"]["distinct"]
         if report["missing"]["cells"] or report["missing"]["checks"]:
-            assert "--sample 0.1" in text.output
+            assert f"--sample {report['sample']['share']:g}" in text.output
     else:
         assert report["sample"] is None
         assert not report["missing"]["cells"], "the shipped store lacks cells this protocol needs"

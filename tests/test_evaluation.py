@@ -373,3 +373,30 @@ def test_merging_keeps_the_wider_share_of_full_rows() -> None:
     assert a.full_rows() == {problem.key: 0.2}
     a.merge(b)
     assert a.samples() == {problem.key: 0.5} and a.full_rows() == {problem.key: 0.3}
+
+
+def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols import Protocol
+    from kbm_toolkit.score import load_matrices, run_protocol
+
+    a = Protocol("a", "", 1e-2, ({"trials": 2},))
+    b = Protocol("b", "", 1e-2, ({"trials": 2, "seed_offset": 3},))  # inputs of b only, run first
+
+    def union(problem) -> list[InputSpec]:
+        return list({s.id: s for p in (b, a) for s in p.specs(problem)}.values())
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    poisoner = ids[0]
+    monkeypatch.setenv("KBM_FAKE", json.dumps({poisoner: "poison"}))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    run_evaluation(store, [problem], union, "b,a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
+                   deadline=fast_deadline, first_kill=[a, b])
+    real = {s.id for s in union(problem)}
+    crashed = [k for k, v in cells(store).items() if k[0] == poisoner and k[1] in real]
+    # one crash for b, then a's first input (a crash stop would have left a without a cell)
+    assert [cells(store)[k][0] for k in crashed] == ["crash", "crash"]
+    for protocol in (a, b):
+        result = run_protocol(protocol, load_matrices(store))
+        assert poisoner in result.detected[problem.key] and not result.missing_cells
