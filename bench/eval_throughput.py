@@ -21,9 +21,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def analyse(store: Any, run_id: int, wall_s: float | None = None) -> dict[str, Any]:
-    """The split of one evaluate run's time, from what it stored."""
-    run = store.db.execute("select started, coalesce(finished, stopped) from runs where id = ?", [run_id]).fetchone()
+def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int | None = None) -> dict[str, Any]:
+    """The split of one evaluate run's worker time (`workers` at once: the run records it, older
+    runs need it given), from what it stored."""
+    run = store.db.execute("select started, coalesce(finished, stopped), environment from runs where id = ?",
+                           [run_id]).fetchone()
+    workers = workers or json.loads(run[2] or "{}").get("workers") or 1
     if wall_s is None:
         from datetime import datetime
 
@@ -37,8 +40,8 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None) -> dict[str, A
     inputs, ref_ms, correct_ms = store.db.execute(
         "select count(*), coalesce(sum(ref_ms), 0), coalesce(sum(kernel_ms), 0) from input_checks where run = ?",
         [run_id]).fetchone()
-    wall_ms = wall_s * 1000
-    return {"run": run_id, "wall_s": round(wall_s, 2), "cells": cells, "inputs": inputs,
+    wall_ms = wall_s * 1000 * workers  # worker time: each worker's launches are a share of its own wall time
+    return {"run": run_id, "wall_s": round(wall_s, 2), "workers": workers, "cells": cells, "inputs": inputs,
             "cells_per_s": round(cells / wall_s, 1) if wall_s else None,
             "share_in_launches": round(launch_ms / wall_ms, 4), "share_in_references": round((ref_ms + correct_ms) / wall_ms, 4),
             "share_overhead": round(1 - (launch_ms + ref_ms + correct_ms) / wall_ms, 4),
@@ -63,12 +66,14 @@ def main() -> None:
     ap.add_argument("--kernelbench")
     ap.add_argument("--analyse-run", help="only analyse this stored evaluate run (an id, or `last`)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--workers", type=int, help="workers that ran at once, for runs that did not record it")
     args = ap.parse_args()
     from kbm_toolkit.store import Store
 
     store = Store(args.store)
     if args.analyse_run is not None:
-        result = analyse(store, last_run(store) if args.analyse_run == "last" else int(args.analyse_run))
+        result = analyse(store, last_run(store) if args.analyse_run == "last" else int(args.analyse_run),
+                         workers=args.workers)
     else:
         from kbm_toolkit.cli import device_env
         from kbm_toolkit.evaluation_run import run_evaluation
@@ -88,7 +93,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
-          f"launches {result['share_in_launches']:.1%}, references and correct kernel "
+          f"of {result['workers']} workers' time: launches {result['share_in_launches']:.1%}, references and correct kernel "
           f"{result['share_in_references']:.1%}, overhead {result['share_overhead']:.1%}"
           + (f"; {result['restarts']} worker restarts, {result['waited_for_workers_s']} s waiting for one to start"
              if "restarts" in result else ""))

@@ -254,7 +254,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     thread compiles one problem's mutants across a process pool while the workers evaluate the
     problems already compiled.
     """
-    run_id = store.start_run("check" if checks_only else "evaluate", env)
+    # how many workers ran at once: time inside launches is a share of workers x wall time
+    run_id = store.start_run("check" if checks_only else "evaluate", {**env, "workers": gpus * workers_per_gpu})
     probe = probe and not checks_only
     summary = RunSummary()
     views, hashes, jobs, total = {}, {}, [], 0
