@@ -192,7 +192,7 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
                 deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> str:
     """Probe phase, then the full input set, for one problem."""
     done, checked = set(store_view["done"]), set(store_view["checked"])
-    if not rerun_crashers and store_view.get("settled") is None:  # a crashed mutant stays stopped (see _drive)
+    if not rerun_crashers:  # a crashed mutant stays stopped (see _drive)
         done |= {(m, s.id) for m in store_view["crashed"] for s in plan.specs}
     mutants = [m for m in plan.mutants if m["status"] == "distinct"]
     if plan.probe is not None:
@@ -290,7 +290,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             done |= {(m, s.id) for m in settled.by_mutant for s in specs if not settled.needed(m, s.id)}
         views[problem.key] = {"done": done, "checked": set(checks), "settled": settled,
                               "probe_crashes": _stopped_on(store, [probe_input] if probe_input else []),
-                              "crashed": _stopped_on(store, specs)}
+                              # under --first-kill a stored crash settles its protocols like any detection
+                              "crashed": set() if settled else _stopped_on(store, specs)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         jobs.append((problem, substrate, sh, rows, specs))
         hashes[problem.key] = sh

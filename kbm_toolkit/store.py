@@ -133,6 +133,11 @@ def m009_problem_full_rows(db: sqlite_utils.Database) -> None:
     db["problems"].add_column("full_rows", float)
 
 
+def _share_columns(sample: float, full: float) -> dict[str, float | None]:
+    """A problem's `sample` and `full_rows` columns for these shares (empty: all, and the whole sample)."""
+    return {"sample": None if sample >= 1.0 else sample, "full_rows": None if full >= sample else full}
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -256,8 +261,7 @@ class Store:
         if full_rows:
             full = max(full, wanted)
         with self.db.conn:
-            self.db["problems"].update(problem, {"sample": None if wanted >= 1.0 else wanted,
-                                                 "full_rows": None if full >= wanted else full})
+            self.db["problems"].update(problem, _share_columns(wanted, full))
 
     def _full_share(self) -> dict[str, float]:
         """Problem -> share of its mutants evaluated with full rows (1.0: all), for evaluated problems."""
@@ -523,8 +527,8 @@ class Store:
                 self.db[table].insert_all(rows, pk=pk, ignore=True, batch_size=2000)
                 added[table] = self.db[table].count - before
             for k, f in shares.items():  # the union of two samples is the wider one (samples nest)
-                self.db.execute("update problems set sample = ?, full_rows = ? where key = ?",
-                                [None if f >= 1.0 else f, None if full.get(k, 0.0) >= f else full.get(k, 0.0), k])
+                self.db.execute("update problems set sample = :sample, full_rows = :full_rows where key = :key",
+                                {**_share_columns(f, full.get(k, 0.0)), "key": k})
         return added
 
     def close(self) -> None:
