@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int | None = None) -> dict[str, Any]:
     """The split of one evaluate run's worker time (`workers` at once: the run records it, older
     runs need it given), from what it stored."""
-    run = store.db.execute("select started, coalesce(finished, stopped), environment from runs where id = ?",
+    run = store.db.execute("select started, coalesce(finished, stopped), environment, stats from runs where id = ?",
                            [run_id]).fetchone()
     workers = workers or json.loads(run[2] or "{}").get("workers") or 1
     if wall_s is None:
@@ -45,7 +45,19 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
             "cells_per_s": round(cells / wall_s, 1) if wall_s else None,
             "share_in_launches": round(launch_ms / wall_ms, 4), "share_in_references": round((ref_ms + correct_ms) / wall_ms, 4),
             "share_overhead": round(1 - (launch_ms + ref_ms + correct_ms) / wall_ms, 4),
-            "median_cell_ms": _median(store, run_id), "outcomes": outcomes}
+            "median_cell_ms": _median(store, run_id), "outcomes": outcomes,
+            # runs since m010 measure every part of their worker time, re-checks after restarts included
+            "seconds": json.loads(run[3])["seconds"] if run[3] else None}
+
+
+def split_table(seconds: dict[str, float]) -> str:
+    """A run's measured split of its worker time, one part per line, largest first."""
+    from kbm_toolkit.evaluation_run import TIME_SPLIT
+
+    what = {**TIME_SPLIT, "other": "the rest: pipes between worker and parent, task set-up"}
+    wall = seconds["wall"] or 1.0
+    rows = sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
+    return "\n".join(f"{v:9.1f} s {v / wall:6.1%}  {k}: {what.get(k, '')}" for v, k in rows)
 
 
 def last_run(store: Any) -> int:
@@ -92,6 +104,8 @@ def main() -> None:
     print(json.dumps(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
+    if result["seconds"]:
+        print(split_table(result["seconds"]))
     print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
           f"of {result['workers']} workers' time: launches {result['share_in_launches']:.1%}, references and correct kernel "
           f"{result['share_in_references']:.1%}, overhead {result['share_overhead']:.1%}"

@@ -437,6 +437,11 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
             sample=sample, rerun_crashers=rerun_crashers, only=only, first_kill=protocols)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
+    split = summary.seconds
+    if split.get("wall"):
+        top = sorted(((v, k) for k, v in split.items() if k != "wall"), reverse=True)[:4]
+        click.echo("workers' time: " + ", ".join(f"{k} {v / split['wall']:.0%}" for v, k in top)
+                   + " (bench/eval_throughput.py --analyse-run last: the whole split)")
     if any(v != "done" for v in summary.problems.values()):
         sys.exit(ExitCode.RUN_INCOMPLETE)
 

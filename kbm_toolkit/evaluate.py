@@ -97,6 +97,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if not pending and spec.id in checked:
             continue
         check: dict[str, Any] = {"kind": "input", "input": spec.id, "valid": False}
+        begun = time.perf_counter()
         try:
             model, inputs, ref, check["ref_ms"] = run_reference(problem, spec, models)
         except torch.OutOfMemoryError:  # about this GPU's load, not the input: leave it unchecked
@@ -114,6 +115,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             check["note"] = "reference is non-finite on this input"
             yield check
             continue
+        check["build_ms"] = (time.perf_counter() - begun) * 1000 - check["ref_ms"]  # model and inputs
         magnitude = ref.abs() if ref.is_floating_point() else ref.double().abs()
         check.update(ref_abs_max=float(magnitude.max()) if ref.numel() else 0.0,
                      ref_abs_mean=float(magnitude.mean()) if ref.numel() else 0.0)
@@ -125,25 +127,32 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
         check.update(valid=cmp.outcome.value == "pass", outcome=cmp.outcome.value, margin=cmp.margin,
                      max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000)
+        if check["valid"]:  # copies to restore from if a mutant writes over them
+            start = time.perf_counter()
+            saved = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            ref_saved = ref.clone()
+            check["build_ms"] += (time.perf_counter() - start) * 1000
         yield check
         if not check["valid"]:
             continue  # an input that rejects the correct kernel kills nothing
         if settled is not None:
             settled.check(spec.id, check["margin"])
-        saved = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-        ref_saved = ref.clone()
         for m in pending:
             yield {"kind": "start", "mutant": m["id"], "input": spec.id}
             cell: dict[str, Any] = {"kind": "cell", "mutant": m["id"], "input": spec.id}
             try:
                 start = time.perf_counter()
+                kernel = kernel_for(m)  # loading its image is not the launch: timed apart
+                cell["load_ms"] = (time.perf_counter() - start) * 1000
+                start = time.perf_counter()
                 try:
-                    out = kernel_for(m)(model, inputs)
+                    out = kernel(model, inputs)
                 except torch.OutOfMemoryError:  # maybe another worker's peak: free the cache, try once more
                     torch.cuda.empty_cache()
                     start = time.perf_counter()
-                    out = kernel_for(m)(model, inputs)
+                    out = kernel(model, inputs)
                 cell["ms"] = (time.perf_counter() - start) * 1000
+                start = time.perf_counter()
                 cmp = compare(ref, out)
                 cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs)
                 del out
@@ -164,6 +173,8 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     if isinstance(v, torch.Tensor):
                         v.copy_(s)
                 ref.copy_(ref_saved)
+            if "ms" in cell:
+                cell["check_ms"] = (time.perf_counter() - start) * 1000  # the comparison and the restore checks
             if settled is not None:  # a crash settles its input's protocols, as any detection does
                 settled.cell(m["id"], spec.id, cell["outcome"], cell.get("margin"))
             elif cell["outcome"] == "crash" and not task.get("rerun_crashers"):

@@ -65,6 +65,25 @@ class RunSummary:
     """Time the GPU workers spent waiting for a child to finish starting (no warm spare left)."""
     quarantined: list[str] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Where the workers' time went (`TIME_SPLIT` keys, in worker-seconds), as the run stores it."""
+
+
+TIME_SPLIT = {
+    "launches": "mutants' launches (launcher and kernel, synchronised)",
+    "crashed": "launches that crashed or hung, until the crash or the deadline",
+    "loading": "loading mutants' images into the worker",
+    "comparing": "comparing outputs and checking inputs for overwrites",
+    "building": "building models and inputs",
+    "references": "running references",
+    "correct": "running the correct kernel",
+    "spares": "waiting for a spare worker to finish starting",
+    "planning": "waiting for the next problem to finish compiling",
+    "tail": "no problem left while other workers finish",
+}
+"""The parts of a run's worker time it measures; the rest (pipes, task set-up) is `other`."""
+_RECORD_MS = {"cell": {"ms": "launches", "load_ms": "loading", "check_ms": "comparing"},
+              "input": {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"}}
 
 
 def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
@@ -148,6 +167,9 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
         correct_ms: dict[str, float] = {}
         progressed = False
 
+        def lost() -> None:  # the launch in `current` crashed or hung: its time until then
+            emit({"kind": "time", "part": "crashed", "s": time.monotonic() - current["at"]})
+
         def timeout() -> float:
             return deadline(correct_ms.get(current["input"])) if current else PHASE_TIMEOUT_S
 
@@ -164,8 +186,10 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                     emit(rec)
                     progressed = True
                 elif rec["kind"] == "start":
-                    current = rec
+                    current = {**rec, "at": time.monotonic()}
                 elif rec["kind"] == "cell":
+                    if "ms" not in rec and current:
+                        lost()
                     take(rec)
                     current = {}
                     progressed = True
@@ -178,6 +202,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                 return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
             else:  # crash or timeout of the worker itself
                 if current:
+                    lost()
                     take({"kind": "cell", "mutant": current["mutant"], "input": current["input"],
                           "outcome": reply.status, "note": reply.message})
                     progressed = True
@@ -316,11 +341,16 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             for _ in workers:
                 work.put(None)
 
+    finished: list[float] = []  # when each worker found no problem left
+
     def drive(worker: Worker) -> None:
         while True:
+            asked = time.monotonic()
             plan = work.get()
             if plan is None:
+                finished.append(time.monotonic())
                 return
+            results.put((plan.problem.key, {"kind": "time", "part": "planning", "s": time.monotonic() - asked}))
             verdict = run_problem(worker, views[plan.problem.key], plan,
                                   lambda rec, key=plan.problem.key: results.put((key, rec)), deadline, rerun_crashers)
             results.put((plan.problem.key, {"kind": "problem", "verdict": verdict}))
@@ -331,6 +361,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         t.start()
     batch: list[dict[str, Any]] = []
     count = already
+    seconds = dict.fromkeys(TIME_SPLIT, 0.0)
+    began = time.monotonic()
     last_flush = time.monotonic()
     completed = False
     try:
@@ -341,7 +373,11 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 key, rec = None, None
             if rec is not None:
                 kind = rec["kind"]
-                if kind == "cell":
+                for name, part in _RECORD_MS.get(kind, {}).items():
+                    seconds[part] += (rec.get(name) or 0.0) / 1000
+                if kind == "time":
+                    seconds[rec["part"]] += rec["s"]
+                elif kind == "cell":
                     batch.append(rec)
                     count += 1
                 elif kind == "input":
@@ -366,14 +402,26 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     finally:
         store.record_cells(run_id, batch)
         summary.cells += len(batch)
-        if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
-            store.stop_run(run_id)  # first, as closing a worker busy in a long launch can outlast a kill's grace
         summary.restarts = sum(w.restarts for w in workers)
         summary.waited_s = sum(w.waited_s for w in workers)
+        summary.seconds = _split(seconds, summary, time.monotonic() - began, finished, len(workers))
+        if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
+            # first, as closing a worker busy in a long launch can outlast a kill's grace
+            store.stop_run(run_id, {"seconds": summary.seconds, "restarts": summary.restarts})
         closing = [threading.Thread(target=w.close) for w in workers]  # together: each may wait on a busy child
         for t in closing:
             t.start()
         for t in closing:
             t.join()
-    store.finish_run(run_id)
+    store.finish_run(run_id, {"seconds": summary.seconds, "restarts": summary.restarts})
     return summary
+
+
+def _split(seconds: dict[str, float], summary: RunSummary, wall_s: float, finished: list[float],
+           workers: int) -> dict[str, float]:
+    """The run's worker time by `TIME_SPLIT` part, with `wall` (workers x wall time) and `other`."""
+    end = time.monotonic()
+    parts = {**seconds, "spares": summary.waited_s, "tail": sum(end - f for f in finished)}
+    parts["wall"] = wall_s * workers
+    parts["other"] = parts["wall"] - sum(v for k, v in parts.items() if k != "wall")
+    return {k: round(v, 2) for k, v in parts.items()}

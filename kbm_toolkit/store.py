@@ -133,6 +133,13 @@ def m009_problem_full_rows(db: sqlite_utils.Database) -> None:
     db["problems"].add_column("full_rows", float)
 
 
+@migration
+def m010_run_stats(db: sqlite_utils.Database) -> None:
+    # where an evaluate run's worker time went (`evaluation_run.TIME_SPLIT`), as JSON: input
+    # checks are overwritten when a restarted worker checks an input again, so they undercount it
+    db["runs"].add_column("stats", str)
+
+
 def _share_columns(sample: float, full: float) -> dict[str, float | None]:
     """A problem's `sample` and `full_rows` columns for these shares (empty: all, and the whole sample)."""
     return {"sample": None if sample >= 1.0 else sample, "full_rows": None if full >= sample else full}
@@ -221,14 +228,20 @@ class Store:
             })
         return int(table.last_pk)
 
-    def finish_run(self, run_id: int) -> None:
-        with self.db.conn:
-            self.db["runs"].update(run_id, {"finished": _now()})
+    def finish_run(self, run_id: int, stats: dict[str, Any] | None = None) -> None:
+        """Record that a run finished now, with what it measured of itself."""
+        self._end_run(run_id, "finished", stats)
 
-    def stop_run(self, run_id: int) -> None:
+    def stop_run(self, run_id: int, stats: dict[str, Any] | None = None) -> None:
         """Record that an interrupted run stopped now (`finished` stays empty)."""
+        self._end_run(run_id, "stopped", stats)
+
+    def _end_run(self, run_id: int, column: str, stats: dict[str, Any] | None) -> None:
+        values: dict[str, Any] = {column: _now()}
+        if stats is not None:
+            values["stats"] = json.dumps(stats, sort_keys=True)
         with self.db.conn:
-            self.db["runs"].update(run_id, {"stopped": _now()})
+            self.db["runs"].update(run_id, values)
 
     def run(self, run_id: int) -> dict[str, Any]:
         return self.db["runs"].get(run_id)

@@ -34,7 +34,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         probe = spec.label == "probe" or bool(spec.shape)
         off = any(t["op"] in behaviour.get("invalid", ()) for t in record.get("transforms", ()))
         yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 0.5 if off else 1e-7,
-               "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0}
+               "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0, "build_ms": 1.0}
         if settled is not None:
             settled.check(spec.id, 0.5 if off else 1e-7)
         for m in pending:
@@ -55,4 +55,5 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             if settled is not None:
                 settled.cell(m["id"], spec.id, "pass", 0.5 if killed else 1e-6)
             yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
-                   "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0}
+                   "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0,
+                   "load_ms": 0.5, "check_ms": 0.25}

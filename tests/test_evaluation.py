@@ -84,6 +84,23 @@ def test_crashes_and_hangs_cost_a_restart_not_the_run(tmp_path: Path, monkeypatc
     assert summary.problems == {"demo/3_LayerNorm": "done"}
 
 
+def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    summary = evaluate(store, monkeypatch, {ids[0]: "hang", ids[1]: "crash"})
+    split = summary.seconds
+    launched = store.db.execute("select count(*) from cells where ms is not null").fetchone()[0]
+    assert split["launches"] == pytest.approx(launched * 1.0 / 1000, abs=0.01)
+    assert split["loading"] == pytest.approx(launched * 0.5 / 1000, abs=0.01)
+    assert split["comparing"] == pytest.approx(launched * 0.25 / 1000, abs=0.01)
+    # every input record counts, the re-checks of a restarted worker too (the store keeps one per input)
+    assert split["building"] == split["references"] == split["correct"] > store.db["input_checks"].count / 1000
+    assert split["crashed"] >= 1.5  # the hang ran until its deadline
+    assert split["planning"] > 0 and split["tail"] >= 0
+    assert sum(v for k, v in split.items() if k != "wall") == pytest.approx(split["wall"], abs=0.05)
+    stored = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])
+    assert stored == {"seconds": split, "restarts": summary.restarts}
+
+
 def test_witnesses_and_verdicts_are_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, ids = seeded_store(tmp_path / "s.db")
     evaluate(store, monkeypatch, {})
