@@ -181,3 +181,6 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 stopped.add(m["id"])
             yield cell
         del inputs, saved, ref, ref_saved
+        # hand the input's memory back to the GPU: workers and their spares share it, and a cache
+        # kept at each worker's largest input once left new spares no memory to start in
+        torch.cuda.empty_cache()

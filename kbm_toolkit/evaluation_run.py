@@ -231,7 +231,8 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
         if verdict != "done":
             return verdict
         crashers = {r["mutant"] for r in probed if r["kind"] == "cell" and r["outcome"] in ("crash", "timeout")}
-        crashers |= store_view["probe_crashes"]  # quarantine a killed run left undone
+        # quarantine what a killed run left undone (quarantined mutants are not among `mutants`)
+        crashers |= store_view["probe_crashes"] & {m["id"] for m in mutants}
         for m in crashers:
             emit({"kind": "quarantine", "mutant": m})
         mutants = [m for m in mutants if m["id"] not in crashers]
