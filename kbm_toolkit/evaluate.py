@@ -59,7 +59,8 @@ def problem_from_record(data: dict[str, Any]) -> Problem:
 
 def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Yield `input`, `start` and `cell` records for every (input, mutant) pair not in `done`
-    (with a `first_kill` rule, nor any pair that rule skips after this task's own cells).
+    (with a `first_kill` rule, nor any pair that rule skips after this task's own cells). An input
+    in `valid` is not checked again: its `rebuilt` record only gives the time building it took.
 
     After a CUDA error the context is unusable: the task yields the crash cell and a `poisoned`
     record and stops, and the parent resumes the rest in a fresh worker.
@@ -80,6 +81,7 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     # with --first-kill: which protocols this task's own cells show detecting each mutant
     settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
     checked = set(task.get("checked", ()))
+    valid = task.get("valid", {})  # input -> the correct kernel's stored margin on it, where it passed
     mutants = task["mutants"]
     kernels: dict[str, LoadedKernel] = {}
     models: dict[tuple, tuple[Any, Any]] = {}
@@ -116,17 +118,20 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield check
             continue
         check["build_ms"] = (time.perf_counter() - begun) * 1000 - check["ref_ms"]  # model and inputs
-        magnitude = ref.abs() if ref.is_floating_point() else ref.double().abs()
-        check.update(ref_abs_max=float(magnitude.max()) if ref.numel() else 0.0,
-                     ref_abs_mean=float(magnitude.mean()) if ref.numel() else 0.0)
-        del magnitude
-        start = time.perf_counter()
-        try:
-            cmp = compare(ref, correct(model, inputs))
-        except KbmError as e:
-            raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
-        check.update(valid=cmp.outcome.value == "pass", outcome=cmp.outcome.value, margin=cmp.margin,
-                     max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000)
+        if spec.id in valid:  # checked before (another run, or before a restart): the mutants need
+            check.update(kind="rebuilt", valid=True, margin=valid[spec.id])  # the reference, not the check
+        else:
+            magnitude = ref.abs() if ref.is_floating_point() else ref.double().abs()
+            check.update(ref_abs_max=float(magnitude.max()) if ref.numel() else 0.0,
+                         ref_abs_mean=float(magnitude.mean()) if ref.numel() else 0.0)
+            del magnitude
+            start = time.perf_counter()
+            try:
+                cmp = compare(ref, correct(model, inputs))
+            except KbmError as e:
+                raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
+            check.update(valid=cmp.outcome.value == "pass", outcome=cmp.outcome.value, margin=cmp.margin,
+                         max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000)
         if check["valid"]:  # copies to restore from if a mutant writes over them
             start = time.perf_counter()
             saved = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]

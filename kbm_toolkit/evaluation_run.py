@@ -16,7 +16,8 @@ import os
 import queue
 import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -83,7 +84,8 @@ TIME_SPLIT = {
 }
 """The parts of a run's worker time it measures; the rest (pipes, task set-up) is `other`."""
 _RECORD_MS = {"cell": {"ms": "launches", "load_ms": "loading", "check_ms": "comparing"},
-              "input": {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"}}
+              "input": {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"},
+              "rebuilt": {"build_ms": "building", "ref_ms": "references"}}
 
 
 def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
@@ -108,18 +110,11 @@ def stored_mutants(store: Any, problem: Problem, sample: float | None = None
     return substrate, sh, rows
 
 
-def _warm_cache(job: tuple[str, str]) -> None:
-    compile_source(*job)
-
-
 def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str, dict[str, Any]],
-                 specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None,
-                 pool: Executor | None = None) -> ProblemPlan:
-    """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached; across `pool`)."""
+                 specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None) -> ProblemPlan:
+    """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached)."""
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
     chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows] if rows else []
-    if pool is not None:  # fill the cache in parallel; the loop below then only reads it
-        list(pool.map(_warm_cache, [(m.kernel_source, arch) for m in chosen if m.target == "kernel"], chunksize=8))
     mutants = []
     for m in chosen:
         image = compile_source(m.kernel_source, arch) if m.target == "kernel" else original
@@ -131,7 +126,8 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
 
 
 def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
-           done: set[tuple[str, str]], checked: set[str], emit: Callable[[dict[str, Any]], None],
+           done: set[tuple[str, str]], checked: dict[str, dict[str, Any] | None],
+           emit: Callable[[dict[str, Any]], None],
            deadline: Callable[[float | None], float], rerun_crashers: bool = False,
            settled: Settled | None = None) -> str:
     """Run one problem's pairs to completion on `worker`, restarting it as needed; return a verdict.
@@ -141,6 +137,8 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
     With `settled` (`--first-kill`), a pair its rule no longer needs counts as done: the worker
     skips the same pairs by the same rule. There a crash settles only its own input's protocols,
     like any detection, so the others still get their cells (at most one restart each).
+    `checked` holds each checked input's correct-kernel margin and time (None: invalid); the
+    worker does not run the correct kernel again on a valid one.
     """
     def take(cell: dict[str, Any]) -> None:
         m = cell["mutant"]
@@ -162,29 +160,31 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
                 "specs": [s.record() for s in specs],
                 "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")} for m in mutants],
                 "done": sorted(done), "checked": sorted(checked), "rerun_crashers": rerun_crashers,
+                "valid": {i: c["margin"] for i, c in checked.items() if c is not None},
                 "first_kill": settled.rule.record() if settled else None}
         current: dict[str, Any] = {}
-        correct_ms: dict[str, float] = {}
         progressed = False
 
         def lost() -> None:  # the launch in `current` crashed or hung: its time until then
             emit({"kind": "time", "part": "crashed", "s": time.monotonic() - current["at"]})
 
         def timeout() -> float:
-            return deadline(correct_ms.get(current["input"])) if current else PHASE_TIMEOUT_S
+            return deadline((checked.get(current["input"]) or {}).get("kernel_ms")) if current else PHASE_TIMEOUT_S
 
         for reply in worker.stream(task, timeout):
             if reply.status == "item":
                 rec = reply.value
                 if rec["kind"] == "input":
-                    checked.add(rec["input"])
-                    correct_ms[rec["input"]] = rec.get("kernel_ms") or 0.0
+                    checked[rec["input"]] = ({"margin": rec["margin"], "kernel_ms": rec.get("kernel_ms")}
+                                             if rec["valid"] else None)
                     if not rec["valid"]:
                         done.update((m["id"], rec["input"]) for m in mutants)
                     elif settled is not None:
                         settled.check(rec["input"], rec["margin"])
                     emit(rec)
                     progressed = True
+                elif rec["kind"] == "rebuilt":  # a valid input built again: only its time is news
+                    emit(rec)
                 elif rec["kind"] == "start":
                     current = {**rec, "at": time.monotonic()}
                 elif rec["kind"] == "cell":
@@ -216,7 +216,7 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
                 emit: Callable[[dict[str, Any]], None],
                 deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> str:
     """Probe phase, then the full input set, for one problem."""
-    done, checked = set(store_view["done"]), set(store_view["checked"])
+    done, checked = set(store_view["done"]), dict(store_view["checked"])
     if not rerun_crashers:  # a crashed mutant stays stopped (see _drive)
         done |= {(m, s.id) for m in store_view["crashed"] for s in plan.specs}
     mutants = [m for m in plan.mutants if m["status"] == "distinct"]
@@ -276,9 +276,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     With `workers_per_gpu` > 1, several workers share each GPU, each on its own problems, so
     one worker's restart after a crashing mutant leaves the GPU busy with the others.
 
-    What the store knows is read first (cheap); compiling is pipelined with the GPU: a planner
-    thread compiles one problem's mutants across a process pool while the workers evaluate the
-    problems already compiled.
+    What the store knows is read first (cheap); compiling is pipelined with the GPU: a process
+    pool compiles problems ahead of the workers, in run order, each problem in one process.
     """
     # how many workers ran at once: time inside launches is a share of workers x wall time
     run_id = store.start_run("check" if checks_only else "evaluate", {**env, "workers": gpus * workers_per_gpu})
@@ -314,7 +313,9 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             for (m, i), (outcome, margin) in stored.items():
                 settled.cell(m, i, outcome, margin)
             done |= {(m, s.id) for m in settled.by_mutant for s in specs if not settled.needed(m, s.id)}
-        views[problem.key] = {"done": done, "checked": set(checks), "settled": settled,
+        views[problem.key] = {"done": done, "settled": settled,
+                              "checked": {i: {"margin": c["margin"], "kernel_ms": c["kernel_ms"]} if c["valid"] else None
+                                          for i, c in checks.items()},
                               "probe_crashes": _stopped_on(store, [probe_input] if probe_input else []),
                               # under --first-kill a stored crash settles its protocols like any detection
                               "crashed": set() if settled else _stopped_on(store, specs)}
@@ -330,11 +331,26 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                for i in range(gpus * workers_per_gpu)]
 
     def planner() -> None:
+        # each process plans whole problems, several problems ahead of the GPU in run order: one
+        # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
+        size = max(1, (os.cpu_count() or 2) - len(workers) - 2)
         try:
-            with ProcessPoolExecutor(max(1, (os.cpu_count() or 2) // 2), mp.get_context("spawn")) as pool:
-                for problem, substrate, sh, rows, specs in jobs:
+            with ProcessPoolExecutor(size, mp.get_context("spawn")) as pool:
+                queued = iter(jobs)
+                ahead: deque[tuple[Problem, Future]] = deque()
+
+                def submit() -> None:
+                    job = next(queued, None)
+                    if job is not None:
+                        ahead.append((job[0], pool.submit(plan_problem, *job, arch, probe, rules)))
+
+                for _ in range(2 * size):
+                    submit()
+                while ahead:
+                    problem, planned = ahead.popleft()
+                    submit()
                     try:
-                        work.put(plan_problem(problem, substrate, sh, rows, specs, arch, probe, rules, pool))
+                        work.put(planned.result())
                     except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
                         why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
                         results.put((problem.key, {"kind": "problem", "verdict": f"error: {why}"}))
@@ -425,4 +441,4 @@ def _split(seconds: dict[str, float], summary: RunSummary, wall_s: float, finish
     parts = {**seconds, "spares": summary.waited_s, "tail": sum(end - f for f in finished)}
     parts["wall"] = wall_s * workers
     parts["other"] = parts["wall"] - sum(v for k, v in parts.items() if k != "wall")
-    return {k: round(v, 2) for k, v in parts.items()}
+    return {k: round(v, 3) for k, v in parts.items()}
