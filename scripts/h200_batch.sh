@@ -4,7 +4,7 @@
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
-#                                           .kbm/kb-seed.db, gated and mutated); SAMPLE share of mutants, default 0.1;
+#                                           .kbm/kb-seed.db, or its .gz, gated and mutated); SAMPLE share, default 0.1;
 #                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU; FIRST_KILL=1 runs
 #                                           with --first-kill)
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
@@ -23,7 +23,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs" .kbm
 left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
-kb_store() { [ -f "$KB_STORE" ] || cp "${KB_SEED:-.kbm/kb-seed.db}" "$KB_STORE"; }  # a fresh machine starts from the seed
+kb_store() {  # a fresh machine starts from the seed; carry it gzipped (KB_SEED.gz) once it outgrows the call's 64 MiB
+    local seed=${KB_SEED:-.kbm/kb-seed.db}
+    [ -f "$KB_STORE" ] && return
+    if [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"; else cp "$seed" "$KB_STORE"; fi
+}
 gate() {
     timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
         gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
