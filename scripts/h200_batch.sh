@@ -4,7 +4,8 @@
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
-#                                           .kbm/kb-seed.db, or its .gz, gated and mutated); SAMPLE share, default 0.1;
+#                                           .kbm/kb-seed.db, or its .gz, gated and mutated); SAMPLE share, default 0.1,
+#                                           or several in turn ("0.5 0.6");
 #                                           GPUS=2 on an nvidia-h200-x2, WORKERS per GPU; FIRST_KILL=1 runs
 #                                           with --first-kill)
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
@@ -62,13 +63,20 @@ for step in "$@"; do
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
         kb-pool)  # the KernelBench pool's kill matrix over a SAMPLE of its mutants, as far as the budget reaches;
                   # resumable. The live store stays on a warm machine between calls; a fresh one starts from the seed.
+            # SAMPLE may name several shares ("0.5 0.6"): each runs in turn while the budget lasts,
+            # and the next starts only once one has finished every problem
             kb_store
-            timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
-                --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
-                --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" ${FIRST_KILL:+--first-kill} \
-                > "$OUT/logs/kb-run-$(date +%s).txt" 2>&1
-            echo "kb run: exit $?; $(tail -n1 "$OUT"/logs/kb-run-*.txt | tail -n1)"
-            python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n3 ;;
+            for share in ${SAMPLE:-0.1}; do
+                [ "$(left)" -gt 90 ] || break
+                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                    --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
+                    --inputs kernelbench,kbv,fuzz --sample "$share" ${FIRST_KILL:+--first-kill} \
+                    > "$OUT/logs/kb-run-$share.txt" 2>&1
+                rc=$?
+                echo "kb run --sample $share: exit $rc; $(tail -n2 "$OUT/logs/kb-run-$share.txt" | head -n1)"
+                python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n13
+                [ $rc -eq 0 ] || break
+            done ;;
         kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses
             kb_store
             # one protocol for every problem with a substrate, so `kbm audit --adapter .kbm/kb-targets` sees both levels
