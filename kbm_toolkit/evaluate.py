@@ -52,6 +52,17 @@ def warm_up() -> None:
     torch.cuda.synchronize()
 
 
+def unchanged(now: Any, saved: Any) -> bool:
+    """Whether a tensor still holds its saved copy's bits (a NaN in an input equals itself here,
+    where `torch.equal` would report every cell on a NaN input as writing over it)."""
+    import torch
+
+    if now.is_floating_point():
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[now.element_size()]
+        return torch.equal(now.view(bits), saved.view(bits))
+    return torch.equal(now, saved)
+
+
 def problem_from_record(data: dict[str, Any]) -> Problem:
     """A Problem from the plain record a task carries."""
     return Problem(**{**data, "path": Path(data["path"])})
@@ -171,8 +182,8 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield cell
                 yield {"kind": "poisoned", "mutant": m["id"], "input": spec.id}
                 return
-            if any(isinstance(v, torch.Tensor) and not torch.equal(v, s) for v, s in zip(inputs, saved)) \
-                    or not torch.equal(ref, ref_saved):
+            if any(isinstance(v, torch.Tensor) and not unchanged(v, s) for v, s in zip(inputs, saved)) \
+                    or not unchanged(ref, ref_saved):
                 cell["note"] = "wrote over its input or the reference (restored)"
                 for v, s in zip(inputs, saved):
                     if isinstance(v, torch.Tensor):
