@@ -41,13 +41,14 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
         "select count(*), coalesce(sum(ref_ms), 0), coalesce(sum(kernel_ms), 0) from input_checks where run = ?",
         [run_id]).fetchone()
     wall_ms = wall_s * 1000 * workers  # worker time: each worker's launches are a share of its own wall time
+    split = json.loads(run[3])["seconds"] if run[3] else None
+    if split:  # measured by the run itself: the stored input checks miss a restarted worker's re-checks
+        wall_ms, launch_ms, ref_ms, correct_ms = (1000 * split[k] for k in ("wall", "launches", "references", "correct"))
     return {"run": run_id, "wall_s": round(wall_s, 2), "workers": workers, "cells": cells, "inputs": inputs,
             "cells_per_s": round(cells / wall_s, 1) if wall_s else None,
             "share_in_launches": round(launch_ms / wall_ms, 4), "share_in_references": round((ref_ms + correct_ms) / wall_ms, 4),
             "share_overhead": round(1 - (launch_ms + ref_ms + correct_ms) / wall_ms, 4),
-            "median_cell_ms": _median(store, run_id), "outcomes": outcomes,
-            # runs since m010 measure every part of their worker time, re-checks after restarts included
-            "seconds": json.loads(run[3])["seconds"] if run[3] else None}
+            "median_cell_ms": _median(store, run_id), "outcomes": outcomes, "seconds": split}
 
 
 def split_table(seconds: dict[str, float]) -> str:

@@ -421,24 +421,25 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         summary.cells += len(batch)
         summary.restarts = sum(w.restarts for w in workers)
         summary.waited_s = sum(w.waited_s for w in workers)
-        summary.seconds = _split(seconds, summary, time.monotonic() - began, finished, len(workers))
+        summary.seconds = _split(seconds, summary, began, finished, len(workers))
+        stats = {"seconds": summary.seconds, "restarts": summary.restarts}
         if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
             # first, as closing a worker busy in a long launch can outlast a kill's grace
-            store.stop_run(run_id, {"seconds": summary.seconds, "restarts": summary.restarts})
+            store.stop_run(run_id, stats)
         closing = [threading.Thread(target=w.close) for w in workers]  # together: each may wait on a busy child
         for t in closing:
             t.start()
         for t in closing:
             t.join()
-    store.finish_run(run_id, {"seconds": summary.seconds, "restarts": summary.restarts})
+    store.finish_run(run_id, stats)
     return summary
 
 
-def _split(seconds: dict[str, float], summary: RunSummary, wall_s: float, finished: list[float],
+def _split(seconds: dict[str, float], summary: RunSummary, began: float, finished: list[float],
            workers: int) -> dict[str, float]:
-    """The run's worker time by `TIME_SPLIT` part, with `wall` (workers x wall time) and `other`."""
+    """The run's worker time by `TIME_SPLIT` part, with `wall` (workers x wall time since `began`) and `other`."""
     end = time.monotonic()
     parts = {**seconds, "spares": summary.waited_s, "tail": sum(end - f for f in finished)}
-    parts["wall"] = wall_s * workers
+    parts["wall"] = (end - began) * workers
     parts["other"] = parts["wall"] - sum(v for k, v in parts.items() if k != "wall")
     return {k: round(v, 3) for k, v in parts.items()}
