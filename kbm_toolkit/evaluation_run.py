@@ -36,6 +36,8 @@ STOPPING = ("crash", "timeout")
 """Cell outcomes after which a mutant is not run on the problem's other inputs."""
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
+COMPILE_NICENESS = 10
+"""How much lower the compile pool's CPU priority is than the workers' (`os.nice`)."""
 PHASE_TIMEOUT_S = 900.0
 """Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
 
@@ -295,11 +297,12 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 rows = {m: r for m, r in rows.items() if m in only.get(problem.key, ())}
         probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
-        if not checks_only:
+        if not checks_only:  # a problem new to the store has 0% evaluated until it is done (below)
+            store.widen_sample(problem.key, 0.0)
+        if not checks_only and not rows:  # a small problem whose sample drew none of its mutants, or none is left
             store.widen_sample(problem.key, sample, full_rows=not first_kill)
-            if not rows:  # a small problem whose sample drew none of its mutants, or none is left
-                summary.problems[problem.key] = "done"
-                continue
+            summary.problems[problem.key] = "done"
+            continue
         store.record_inputs(specs + ([probe_input] if probe_input else []), source)
         stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
         done = set(stored)
@@ -335,7 +338,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
         size = max(1, (os.cpu_count() or 2) - len(workers) - 2)
         try:
-            with ProcessPoolExecutor(size, mp.get_context("spawn")) as pool:
+            with compile_pool(size) as pool:
                 queued = iter(jobs)
                 ahead: deque[tuple[Problem, Future]] = deque()
 
@@ -406,6 +409,13 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                     summary.quarantined.append(rec["mutant"])
                 elif kind == "problem":
                     summary.problems[key] = rec["verdict"]
+                    if rec["verdict"] == "done" and not checks_only:
+                        # the share widens only once every cell it needs is stored: an interrupted
+                        # run leaves the problem scored on the share it had finished before
+                        store.record_cells(run_id, batch)
+                        summary.cells += len(batch)
+                        batch = []
+                        store.widen_sample(key, sample, full_rows=not first_kill)
                     if on_problem:
                         on_problem(key, rec["verdict"])
             if batch and (len(batch) >= 256 or time.monotonic() - last_flush > 1.0 or rec is None):
@@ -433,6 +443,15 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             t.join()
     store.finish_run(run_id, stats)
     return summary
+
+
+def compile_pool(size: int) -> ProcessPoolExecutor:
+    """The planner's process pool, at a lower CPU priority than the workers and their spares.
+
+    Compiling fills every spare core; a spare warming up after a crash (torch, a CUDA context)
+    competed with it, and workers waited on spares for 16-30% of their time on one H200.
+    """
+    return ProcessPoolExecutor(size, mp.get_context("spawn"), initializer=os.nice, initargs=(COMPILE_NICENESS,))
 
 
 def _split(seconds: dict[str, float], summary: RunSummary, began: float, finished: list[float],

@@ -308,7 +308,7 @@ class Store:
 
         rows = self.db.execute("select id, problem from mutants where status = 'distinct'").fetchall()
         pool = [(m, p) for m, p in rows if p in shares]
-        return {"share": max(shares.values()), "problems": len(shares),
+        return {"share": max(shares.values()), "problems": sum(f > 0 for f in shares.values()),
                 "mutants": sum(in_sample(m, shares[p]) for m, p in pool), "distinct": len(pool)}
 
     def samples(self) -> dict[str, float]:

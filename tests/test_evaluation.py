@@ -337,6 +337,37 @@ def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path
     assert 4 <= store.db["cells"].count < len(ids) * 4
 
 
+def test_an_interrupted_wider_run_leaves_the_share_it_had_finished(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.score import load_matrices
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+
+    def run(share: float | None, **kw: Any) -> None:
+        run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
+                       rules=RULES, deadline=fast_deadline, sample=share, **kw)
+
+    run(0.5)
+    half = store.db["cells"].count
+    monkeypatch.setenv("KBM_FAKE_DELAY", "0.02")
+
+    def interrupt(done: int, total: int) -> None:
+        if done >= half + 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(None, on_progress=interrupt)
+    assert half < store.db["cells"].count < len(ids) * 4  # some of the wider share's cells are stored
+    assert store.samples() == {problem.key: 0.5}  # but scores stay on the share that is whole
+    assert len(load_matrices(store)[0].mutants) < len(ids)
+    monkeypatch.delenv("KBM_FAKE_DELAY")
+    run(None)  # resuming finishes the problem, and only then widens its share
+    assert store.samples() == {} and store.db["cells"].count == len(ids) * 4
+
+
 def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchanged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kbm_toolkit.protocols import Protocol
@@ -418,3 +449,10 @@ def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
     for protocol in (a, b):
         result = run_protocol(protocol, load_matrices(store))
         assert poisoner in result.detected[problem.key] and not result.missing_cells
+
+
+def test_the_compile_pool_yields_the_cpu_to_workers_and_spares() -> None:
+    from kbm_toolkit.evaluation_run import COMPILE_NICENESS, compile_pool
+
+    with compile_pool(1) as pool:
+        assert pool.submit(os.nice, 0).result() == min(os.nice(0) + COMPILE_NICENESS, 19)
