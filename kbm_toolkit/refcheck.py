@@ -86,13 +86,17 @@ def flags(protocol: Any, matrices: list[Any], checks: dict[str, dict[str, Any]],
           tolerance: float | None = None) -> dict[str, str]:
     """Problems `protocol` cannot referee at `tolerance` (default its own), with the reason.
 
-    `checks` are stored reference checks by input id. A problem is flagged when its reference
-    misses fp64 by more than the tolerance on one of the protocol's inputs, or when every input
-    whose reference magnitude is known has max |ref| <= tolerance (an all-zeros output passes).
+    `checks` are stored reference checks by input id. A problem is flagged when the protocol
+    excludes it, when its reference misses fp64 by more than the tolerance on one of the
+    protocol's inputs, or when every input whose reference magnitude is known has max |ref| <=
+    tolerance (an all-zeros output passes).
     """
     t = protocol.tolerance if tolerance is None else tolerance
     out: dict[str, str] = {}
     for mx in matrices:
+        if not protocol.applies_to(mx.problem):  # its inputs list is empty: every witness would count as missed
+            out[mx.problem.key] = "the protocol excludes it (`exclude` in its protocol file)"
+            continue
         try:
             specs = protocol.specs(mx.problem)
         except Exception:  # a problem the protocol cannot describe is reported elsewhere

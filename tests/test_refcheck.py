@@ -55,6 +55,21 @@ def test_flags_a_reference_off_its_fp64_and_a_vacuous_output(demo: ProblemSet) -
     assert set(flags(KB, matrices, checks, tolerance=1e-3)) == {off.key}  # 5e-3 is no longer within reach of zero
 
 
+def test_a_problem_the_protocol_excludes_is_flagged_not_scored_as_missed(demo: ProblemSet) -> None:
+    from dataclasses import replace
+
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    matrices = load_matrices(store)
+    skips = replace(KB, name="skips", exclude=("demo/1",), _specs={})
+    assert skips.specs(demo.get("demo/1")) == []
+    found = flags(skips, matrices, {})
+    assert "excludes" in found["demo/1_LeakyReLU"] and flags(KB, matrices, {}) == {}
+    # without the flag, every witness of the problem would count as a miss of a protocol that never looks
+    assert audit(skips, matrices, [KB])["detected"] == 0
+    assert audit(skips, matrices, [KB], excluded=found)["witnessed"] == 0
+
+
 def test_the_audit_leaves_excluded_problems_out_and_lists_them(demo: ProblemSet) -> None:
     store = Store(":memory:")
     seed(store, demo.get("demo/1"))
