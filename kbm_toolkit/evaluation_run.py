@@ -29,7 +29,7 @@ from kbm_toolkit.nvrtc import compile_source
 from kbm_toolkit.problems import Problem
 from kbm_toolkit.rules import load_rules
 from kbm_toolkit.substrates import Substrate, substrate_for
-from kbm_toolkit.workers import Worker
+from kbm_toolkit.workers import Worker, WorkerClosed
 
 TARGET = "kbm_toolkit.evaluate:evaluate_task"
 STOPPING = ("crash", "timeout")
@@ -371,8 +371,11 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 finished.append(time.monotonic())
                 return
             results.put((plan.problem.key, {"kind": "time", "part": "planning", "s": time.monotonic() - asked}))
-            verdict = run_problem(worker, views[plan.problem.key], plan,
-                                  lambda rec, key=plan.problem.key: results.put((key, rec)), deadline, rerun_crashers)
+            try:
+                verdict = run_problem(worker, views[plan.problem.key], plan,
+                                      lambda rec, key=plan.problem.key: results.put((key, rec)), deadline, rerun_crashers)
+            except WorkerClosed:  # the run stopped (Ctrl-C, a time limit) and closed its workers
+                return
             results.put((plan.problem.key, {"kind": "problem", "verdict": verdict}))
 
     threads = [threading.Thread(target=planner, daemon=True)]

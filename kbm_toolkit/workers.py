@@ -26,6 +26,10 @@ class Reply:
     message: str = ""
 
 
+class WorkerClosed(Exception):
+    """The worker was closed (the run is stopping): it starts no new child."""
+
+
 READY_TIMEOUT_S = 600.0
 """A child that has not finished starting (imports, CUDA context, warm-up) by then is broken."""
 
@@ -53,7 +57,7 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -
     while True:
         try:
             task = conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionResetError):  # the parent is gone (a stopped run): nothing to report to
             return
         if task is None:
             return
@@ -90,6 +94,7 @@ class Worker:
         self._conn: Any = None
         self._spares: list[tuple[Any, Any]] = []
         self._dying: list[Any] = []
+        self._closed = False
         self.restarts = 0
         self.waited_s = 0.0
         """Time spent waiting for a child to finish starting: spares too few or too slow to warm."""
@@ -102,6 +107,8 @@ class Worker:
         return proc, parent
 
     def _start(self) -> None:
+        if self._closed:  # a thread still driving tasks after close() would leave orphans behind
+            raise WorkerClosed
         self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
         self._spares = [s for s in self._spares if s[0].is_alive()]
         ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
@@ -164,6 +171,7 @@ class Worker:
     def close(self, wait_s: float = 5.0) -> None:
         """Ask the worker and its spares to exit; kill any still running after `wait_s` seconds
         (one busy with a task, say) rather than wait for it."""
+        self._closed = True
         children = [(self._proc, self._conn), *self._spares]
         self._proc, self._spares = None, []
         for proc, conn in children:

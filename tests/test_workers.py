@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import time
 
+import pytest
+
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.workers import Worker
+from kbm_toolkit.workers import Worker, WorkerClosed
 
 
 def task(command: dict) -> object:
@@ -114,3 +117,14 @@ def test_spares_take_over_through_a_burst_of_crashes() -> None:
             assert worker.run({"do": "echo", "value": 1}, timeout=60).value["pid"] in standing  # no cold start
             assert len(worker._spares) == 2  # topped up after each swap
         assert worker.waited_s > 0  # the first child's start, at least
+
+
+def test_a_closed_worker_starts_no_child_and_says_so() -> None:
+    worker = Worker(TARGET, spares=2)
+    assert worker.run({"do": "echo", "value": 0}, timeout=60).status == "ok"
+    worker.close()
+    assert not mp.active_children()
+    # a thread still driving tasks when the run stops must not leave orphans behind
+    with pytest.raises(WorkerClosed):
+        worker.run({"do": "echo", "value": 1}, timeout=60)
+    assert not mp.active_children()
