@@ -468,11 +468,7 @@ def _fill_missing(obj: Context, store: Any, protocol: Any, keys: list[str]) -> b
     if not env.get("cuda"):
         return False
     click.echo(f"Evaluating the cells {protocol.name} needs on {len(keys)} problems ({env['gpu']})...", err=True)
-    # a problem evaluated on a sample is filled within it; one never evaluated, at the store's widest
-    shares = store.samples()
-    evaluated = store.evaluated_problems()
-    default = max(shares.values()) if shares else None
-    share_of = {k: shares.get(k) if k in evaluated else default for k in keys}
+    share_of = store.fill_shares(keys)
     for share in sorted(set(share_of.values()), key=lambda f: f or 1.0):
         problems = [obj.problems().get(k) for k in keys if share_of[k] == share]
         run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env, sample=share)

@@ -297,12 +297,12 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 rows = {m: r for m, r in rows.items() if m in only.get(problem.key, ())}
         probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
-        if not checks_only:  # a problem new to the store has 0% evaluated until it is done (below)
-            store.widen_sample(problem.key, 0.0)
-        if not checks_only and not rows:  # a small problem whose sample drew none of its mutants, or none is left
-            store.widen_sample(problem.key, sample, full_rows=not first_kill)
-            summary.problems[problem.key] = "done"
-            continue
+        if not checks_only:
+            store.widen_sample(problem.key, 0.0)  # a problem new to the store: 0% evaluated until it is done
+            if not rows:  # a small problem whose sample drew none of its mutants, or none is left
+                store.widen_sample(problem.key, sample, full_rows=not first_kill)
+                summary.problems[problem.key] = "done"
+                continue
         store.record_inputs(specs + ([probe_input] if probe_input else []), source)
         stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
         done = set(stored)

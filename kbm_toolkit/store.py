@@ -311,6 +311,15 @@ class Store:
         return {"share": max(shares.values()), "problems": sum(f > 0 for f in shares.values()),
                 "mutants": sum(in_sample(m, shares[p]) for m, p in pool), "distinct": len(pool)}
 
+    def fill_shares(self, keys: list[str]) -> dict[str, float | None]:
+        """The share of each problem's mutants to evaluate when filling missing cells (None: all):
+        its own where evaluated, else the store's widest share."""
+        shares = self.samples()
+        begun = {k for k, f in shares.items() if f == 0}  # a first run stopped before finishing them
+        evaluated = self.evaluated_problems() - begun
+        widest = max((f for f in shares.values() if f > 0), default=None)
+        return {k: shares.get(k) if k in evaluated else widest for k in keys}
+
     def samples(self) -> dict[str, float]:
         """Problem -> the share of its mutants evaluated, for problems evaluated on a sample only."""
         return {r[0]: r[1] for r in self.db.execute("select key, sample from problems where sample is not null")}

@@ -235,6 +235,16 @@ def test_merging_two_samples_keeps_the_wider() -> None:
     assert a.samples() == {problem.key: 0.6}
 
 
+def test_filling_cells_uses_each_problems_whole_share_or_the_widest() -> None:
+    store = Store(":memory:")
+    keys = {n: ProblemSet.discover().get(n).key for n in ("demo/1", "demo/3", "demo/4", "demo/5")}
+    for name, share in (("demo/1", 0.3), ("demo/3", 0.0), ("demo/4", 0.5)):  # demo/3: a first run stopped
+        store.record_problem(ProblemSet.discover().get(name))
+        store.widen_sample(keys[name], share)
+    assert store.fill_shares(list(keys.values())) == {keys["demo/1"]: 0.3, keys["demo/3"]: 0.5,
+                                                       keys["demo/4"]: 0.5, keys["demo/5"]: 0.5}
+
+
 def test_rerun_crashers_runs_a_crashed_mutant_on_every_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, ids = seeded_store(tmp_path / "s.db")
     poisoner = ids[0]
