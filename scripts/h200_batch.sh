@@ -11,6 +11,8 @@
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
 #                                           witnessed survivors: the knowledge ladder)
 #                                           kb-refcheck (KernelBench references against fp64)
+#                                           kb-mutate (the pool's compile step timed on this host: `kbm mutate`
+#                                           of both levels into a scratch store holding .kbm/gate.db's verdicts)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
 #                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.gz); a gate step stops itself before the call's limit
@@ -89,6 +91,14 @@ for step in "$@"; do
                 --inputs .kbm/kb-targets --survivors-of kernelbench --witnessed --sample "${SAMPLE:-0.1}" \
                 > "$OUT/logs/kb-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")" ;;
+        kb-mutate)  # as `kbm mutate` builds the pool, on this host's cores; the kill matrix is timed by kb-pool
+            cp .kbm/gate.db /tmp/mutate-timed.db
+            for level in level1 level2; do
+                began=$(date +%s)
+                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store /tmp/mutate-timed.db \
+                    --kernelbench third_party/KernelBench mutate --level $level > "$OUT/logs/kb-mutate-$level.txt" 2>&1
+                echo "mutate $level: exit $? in $(( $(date +%s) - began )) s; $(tail -n1 "$OUT/logs/kb-mutate-$level.txt")"
+            done ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)
             kb_store
             for level in level1 level2; do
