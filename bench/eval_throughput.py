@@ -53,12 +53,11 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
 
 def split_table(seconds: dict[str, float]) -> str:
     """A run's measured split of its worker time, one part per line, largest first."""
-    from kbm_toolkit.evaluation_run import TIME_SPLIT
+    from kbm_toolkit.evaluation_run import TIME_SPLIT, largest_parts
 
     what = {**TIME_SPLIT, "other": "the rest: pipes between worker and parent, task set-up"}
     wall = seconds["wall"] or 1.0
-    rows = sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
-    return "\n".join(f"{v:9.1f} s {v / wall:6.1%}  {k}: {what.get(k, '')}" for v, k in rows)
+    return "\n".join(f"{v:9.1f} s {v / wall:6.1%}  {k}: {what.get(k, '')}" for v, k in largest_parts(seconds))
 
 
 def last_run(store: Any) -> int:

@@ -405,7 +405,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
 
     Example: kbm run --inputs kernelbench,kbv,fuzz --level level1 --sample 0.1
     """
-    from kbm_toolkit.evaluation_run import run_evaluation
+    from kbm_toolkit.evaluation_run import largest_parts, run_evaluation
     from kbm_toolkit.report_mutants import progress_bar
     from kbm_toolkit.spec_sources import resolve
 
@@ -439,8 +439,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     split = summary.seconds
     if split.get("wall"):
-        top = sorted(((v, k) for k, v in split.items() if k != "wall"), reverse=True)[:4]
-        click.echo("workers' time: " + ", ".join(f"{k} {v / split['wall']:.0%}" for v, k in top)
+        click.echo("workers' time: " + ", ".join(f"{k} {v / split['wall']:.0%}" for v, k in largest_parts(split)[:4])
                    + " (bench/eval_throughput.py --analyse-run last: the whole split)")
     if any(v != "done" for v in summary.problems.values()):
         sys.exit(ExitCode.RUN_INCOMPLETE)

@@ -383,6 +383,12 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     for t in threads:
         t.start()
     batch: list[dict[str, Any]] = []
+
+    def flush() -> None:  # commit the cells received so far
+        store.record_cells(run_id, batch)
+        summary.cells += len(batch)
+        batch.clear()
+
     count = already
     seconds = dict.fromkeys(TIME_SPLIT, 0.0)
     began = time.monotonic()
@@ -406,8 +412,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 elif kind == "input":
                     store.record_input_check(hashes[key], run_id, rec)
                 elif kind == "quarantine":
-                    store.record_cells(run_id, batch)
-                    batch = []
+                    flush()
                     store.set_mutant_status(rec["mutant"], "crash_probe", "crashed or hung on the probe input")
                     summary.quarantined.append(rec["mutant"])
                 elif kind == "problem":
@@ -415,23 +420,18 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                     if rec["verdict"] == "done" and not checks_only:
                         # the share widens only once every cell it needs is stored: an interrupted
                         # run leaves the problem scored on the share it had finished before
-                        store.record_cells(run_id, batch)
-                        summary.cells += len(batch)
-                        batch = []
+                        flush()
                         store.widen_sample(key, sample, full_rows=not first_kill)
                     if on_problem:
                         on_problem(key, rec["verdict"])
             if batch and (len(batch) >= 256 or time.monotonic() - last_flush > 1.0 or rec is None):
-                store.record_cells(run_id, batch)
-                summary.cells += len(batch)
-                batch = []
+                flush()
                 last_flush = time.monotonic()
             if on_progress:
                 on_progress(count, total)
         completed = True
     finally:
-        store.record_cells(run_id, batch)
-        summary.cells += len(batch)
+        flush()
         summary.restarts = sum(w.restarts for w in workers)
         summary.waited_s = sum(w.waited_s for w in workers)
         summary.seconds = _split(seconds, summary, began, finished, len(workers))
@@ -455,6 +455,11 @@ def compile_pool(size: int) -> ProcessPoolExecutor:
     competed with it, and workers waited on spares for 16-30% of their time on one H200.
     """
     return ProcessPoolExecutor(size, mp.get_context("spawn"), initializer=os.nice, initargs=(COMPILE_NICENESS,))
+
+
+def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:
+    """A run's stored split as (seconds, part), largest first, without the `wall` total."""
+    return sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
 
 
 def _split(seconds: dict[str, float], summary: RunSummary, began: float, finished: list[float],

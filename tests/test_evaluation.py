@@ -69,6 +69,7 @@ def test_crashes_and_hangs_cost_a_restart_not_the_run(tmp_path: Path, monkeypatc
     inputs = [s.id for s in specs_for(ProblemSet.discover().get("demo/3"))]
     # quarantined on the probe, never run on the real inputs
     assert summary.quarantined == [probe_crasher]
+    assert summary.cells == store.db["cells"].count  # the cells flushed before a quarantine count too
     assert store.mutant(probe_crasher)["status"] == "crash_probe"
     assert not [k for k in got if k[0] == probe_crasher and k[1] in inputs]
     # the crash on the probe input, and on the first real input, each cost one restart
