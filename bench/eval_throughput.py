@@ -41,14 +41,16 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
         "select count(*), coalesce(sum(ref_ms), 0), coalesce(sum(kernel_ms), 0) from input_checks where run = ?",
         [run_id]).fetchone()
     wall_ms = wall_s * 1000 * workers  # worker time: each worker's launches are a share of its own wall time
-    split = json.loads(run[3])["seconds"] if run[3] else None
+    stats = json.loads(run[3]) if run[3] else {}
+    split = stats.get("seconds")
     if split:  # measured by the run itself: the stored input checks miss a restarted worker's re-checks
         wall_ms, launch_ms, ref_ms, correct_ms = (1000 * split[k] for k in ("wall", "launches", "references", "correct"))
     return {"run": run_id, "wall_s": round(wall_s, 2), "workers": workers, "cells": cells, "inputs": inputs,
             "cells_per_s": round(cells / wall_s, 1) if wall_s else None,
             "share_in_launches": round(launch_ms / wall_ms, 4), "share_in_references": round((ref_ms + correct_ms) / wall_ms, 4),
             "share_overhead": round(1 - (launch_ms + ref_ms + correct_ms) / wall_ms, 4),
-            "median_cell_ms": _median(store, run_id), "outcomes": outcomes, "seconds": split}
+            "median_cell_ms": _median(store, run_id), "outcomes": outcomes, "seconds": split,
+            "spares": stats.get("spares")}
 
 
 def split_table(seconds: dict[str, float]) -> str:
@@ -106,6 +108,10 @@ def main() -> None:
         args.json.write_text(json.dumps(result, indent=1))
     if result["seconds"]:
         print(split_table(result["seconds"]))
+    if result.get("spares"):  # runs since 2026-11-30: were spares too few, or too slow to warm?
+        sp = result["spares"]
+        print(f"children put to work: {sp['starts']}, {sp['found_warm']} of them warm already; from spawn to warm "
+              f"{sp['warm_s_median']} s median, {sp['warm_s_max']} s at most")
     print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
           f"of {result['workers']} workers' time: launches {result['share_in_launches']:.1%}, references and correct kernel "
           f"{result['share_in_references']:.1%}, overhead {result['share_overhead']:.1%}"

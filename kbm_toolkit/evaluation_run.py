@@ -14,6 +14,7 @@ import hashlib
 import multiprocessing as mp
 import os
 import queue
+import statistics
 import threading
 import time
 from collections import deque
@@ -66,6 +67,9 @@ class RunSummary:
     restarts: int = 0
     waited_s: float = 0.0
     """Time the GPU workers spent waiting for a child to finish starting (no warm spare left)."""
+    spares: dict[str, Any] = field(default_factory=dict)
+    """How the workers' children started: how many, how many were warm when put to work, and the
+    median and slowest seconds from spawn to warm (too few spares, or too slow to warm)."""
     quarantined: list[str] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -298,7 +302,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         probe_input = probe_spec(problem, substrate) if probe else None
         store.record_problem(problem)
         if not checks_only:
-            store.widen_sample(problem.key, 0.0)  # a problem new to the store: 0% evaluated until it is done
+            # a problem new to the store: 0% evaluated until it is done; a known one keeps both its shares
+            store.widen_sample(problem.key, 0.0, full_rows=False)
             if not rows:  # a small problem whose sample drew none of its mutants, or none is left
                 store.widen_sample(problem.key, sample, full_rows=not first_kill)
                 summary.problems[problem.key] = "done"
@@ -434,8 +439,9 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         flush()
         summary.restarts = sum(w.restarts for w in workers)
         summary.waited_s = sum(w.waited_s for w in workers)
+        summary.spares = spare_stats(workers)
         summary.seconds = _split(seconds, summary, began, finished, len(workers))
-        stats = {"seconds": summary.seconds, "restarts": summary.restarts}
+        stats = {"seconds": summary.seconds, "restarts": summary.restarts, "spares": summary.spares}
         if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
             # first, as closing a worker busy in a long launch can outlast a kill's grace
             store.stop_run(run_id, stats)
@@ -446,6 +452,14 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             t.join()
     store.finish_run(run_id, stats)
     return summary
+
+
+def spare_stats(workers: list[Worker]) -> dict[str, Any]:
+    """Children started by `workers`, how many were warm when put to work, and their warm-up times."""
+    warm = sorted(t for w in workers for t in w.warm_s)
+    return {"starts": len(warm), "found_warm": sum(w.found_warm for w in workers),
+            "warm_s_median": round(statistics.median(warm), 2) if warm else None,
+            "warm_s_max": round(warm[-1], 2) if warm else None}
 
 
 def compile_pool(size: int) -> ProcessPoolExecutor:

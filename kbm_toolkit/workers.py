@@ -53,7 +53,7 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -
     fn = _load(target)
     if warm:
         _load(warm)()  # e.g. import torch and create the CUDA context before any task arrives
-    conn.send(("ready", None, ""))
+    conn.send(("ready", time.time(), ""))  # when it was warm: the parent knows when it spawned it
     while True:
         try:
             task = conn.recv()
@@ -98,11 +98,17 @@ class Worker:
         self.restarts = 0
         self.waited_s = 0.0
         """Time spent waiting for a child to finish starting: spares too few or too slow to warm."""
+        self.warm_s: list[float] = []
+        """For each child put to work: seconds from its spawn until it was warm (said `ready`)."""
+        self.found_warm = 0
+        """Children put to work that were warm already: a spare that waited for its turn."""
+        self._spawned: dict[int, float] = {}
 
     def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=_child_main, args=(child, self.target, self.env, self.warm), daemon=True)
         proc.start()
+        self._spawned[proc.pid] = time.time()
         child.close()
         return proc, parent
 
@@ -115,14 +121,16 @@ class Worker:
         chosen = ready[0] if ready else self._spares[0] if self._spares else None
         if chosen is not None:
             self._spares.remove(chosen)
+            self.found_warm += chosen in ready
         self._proc, self._conn = chosen or self._spawn()
         while len(self._spares) < self.spares:
             self._spares.append(self._spawn())
         start = time.monotonic()
         if not self._conn.poll(READY_TIMEOUT_S):
             raise EOFError("the worker did not finish starting")
-        self._conn.recv()  # `ready`; EOFError if it died starting
+        _, warm_at, _ = self._conn.recv()  # `ready`; EOFError if it died starting
         self.waited_s += time.monotonic() - start
+        self.warm_s.append(warm_at - self._spawned.pop(self._proc.pid, warm_at))
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""

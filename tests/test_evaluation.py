@@ -100,7 +100,9 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
     assert split["planning"] > 0 and split["tail"] >= 0
     assert sum(v for k, v in split.items() if k != "wall") == pytest.approx(split["wall"], abs=0.05)
     stored = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])
-    assert stored == {"seconds": split, "restarts": summary.restarts}
+    assert stored == {"seconds": split, "restarts": summary.restarts, "spares": summary.spares}
+    # the first child and one per restart (the hang and the crash), each warm-up timed
+    assert summary.spares["starts"] == 1 + summary.restarts and summary.spares["warm_s_median"] > 0
 
 
 def test_witnesses_and_verdicts_are_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -420,6 +422,21 @@ def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchang
                    deadline=fast_deadline)
     assert set(cells(first)) == set(cells(full)) and first.full_rows() == {}
     assert set(load_matrices(first, full_rows=True)[0].mutants) == set(ids)
+
+
+def test_first_kill_runs_past_the_full_rows_keep_their_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols import Protocol
+
+    a = Protocol("a", "", 1e-2, ({"trials": 3},))
+    store, _ = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    for share, first_kill in ((0.2, None), (0.5, [a]), (None, [a])):  # the pool's order: full rows, then first kill
+        run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
+                       deadline=fast_deadline, sample=share, first_kill=first_kill)
+    # each run's planning marks the problem begun; that must not claim full rows its first kills skipped
+    assert store.samples() == {} and store.full_rows() == {problem.key: 0.2}
 
 
 def test_merging_keeps_the_wider_share_of_full_rows() -> None:

@@ -119,6 +119,19 @@ def test_spares_take_over_through_a_burst_of_crashes() -> None:
         assert worker.waited_s > 0  # the first child's start, at least
 
 
+def test_a_worker_measures_how_its_children_warmed_and_whether_a_spare_was_ready() -> None:
+    with Worker(TARGET, spares=1) as worker:
+        worker.run({"do": "echo", "value": 0}, timeout=60)  # a cold start: no spare yet
+        assert worker.found_warm == 0 and len(worker.warm_s) == 1
+        deadline = time.monotonic() + 60
+        while not worker._spares[0][1].poll(0.1) and time.monotonic() < deadline:
+            pass  # let the spare finish warming
+        worker.run({"do": "crash"}, timeout=60)
+        worker.run({"do": "echo", "value": 1}, timeout=60)
+        assert worker.found_warm == 1 and len(worker.warm_s) == 2
+        assert all(0 < t < 60 for t in worker.warm_s)
+
+
 def test_a_closed_worker_starts_no_child_and_says_so() -> None:
     worker = Worker(TARGET, spares=2)
     assert worker.run({"do": "echo", "value": 0}, timeout=60).status == "ok"
