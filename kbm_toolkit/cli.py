@@ -25,8 +25,11 @@ class KbmGroup(click.Group):
         except KbmError as e:
             click.echo(f"Error: {e.line()}", err=True)
             sys.exit(ExitCode.BAD_INPUT)
+        except KeyboardInterrupt:  # Ctrl-C, or `timeout -s INT`: every command stores as it goes
+            click.echo("Stopped: what was stored so far is kept.", err=True)
+            sys.exit(ExitCode.INTERRUPTED)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise  # Click's own control flow: --help, usage errors, Ctrl-C
+            raise  # Click's own control flow: --help, usage errors
         except Exception:  # a bug in kbm: show the traceback, exit with its own code
             import traceback
 
@@ -428,13 +431,22 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     if not env.get("cuda"):
         raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
                        "reports (kbm audit) work from the store without one")
-    with progress_bar() as progress:
-        task = progress.add_task("cells", total=None)
-        summary = run_evaluation(
-            store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
-            on_progress=lambda done, total: progress.update(task, completed=done, total=total),
-            on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"), workers_per_gpu=workers,
-            sample=sample, rerun_crashers=rerun_crashers, only=only, first_kill=protocols)
+    before = store.db.execute("select coalesce(max(id), 0) from runs").fetchone()[0]
+    try:
+        with progress_bar() as progress:
+            task = progress.add_task("cells", total=None)
+            summary = run_evaluation(
+                store, selected, specs_for, source, arch or env["arch"], env, gpus, not no_probe,
+                on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+                on_problem=lambda key, verdict: progress.console.print(f"{key}: {verdict}"),
+                workers_per_gpu=workers, sample=sample, rerun_crashers=rerun_crashers, only=only,
+                first_kill=protocols)
+    except KeyboardInterrupt:
+        run = store.db.execute("select id, (select count(*) from cells where run = runs.id) from runs "
+                               "where id > ? order by id desc limit 1", [before]).fetchone()
+        click.echo(f"Stopped: run {run[0]} stored {run[1]:,} cells; the same command resumes from them."
+                   if run else "Stopped before the run began.", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
     split = summary.seconds

@@ -24,3 +24,5 @@ class ExitCode(enum.IntEnum):
     """`kbm audit --fail-under PCT`: the protocol detects fewer witnessed mutants than PCT."""
     INTERNAL = 70
     """A bug in kbm: please report it with the traceback."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C or SIGINT (128 + 2, as shells report it); what was done is stored."""

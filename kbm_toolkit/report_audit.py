@@ -25,6 +25,17 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
+def sample_words(sample: dict[str, Any]) -> str:
+    """The evaluated share in words: `a 60% sample of each problem's`, naming the shares when an
+    interrupted wider run left some problems ahead of others."""
+    at = sample.get("problems_at") or []
+    if len(at) <= 1:
+        return f"a {sample['share']:.0%} sample of each problem's"
+    return (f"a {sample['least'] * 100:.0f}–{sample['share']:.0%} sample of each problem's ("
+            + ", ".join(f"{n} problem{'s' if n > 1 else ''} at {f:.0%}" for f, n in at)
+            + f"; --sample {sample['least']:g} scores all alike)")
+
+
 def print_audit(report: dict[str, Any], first_line: str) -> None:
     """The audit report on the terminal."""
     console = Console(highlight=False)
@@ -34,8 +45,8 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
                   f"(judged at atol = rtol = {report['tolerance']:g})")
     sample = report.get("sample")
     if sample:
-        console.print(f"Mutants: a {sample['share']:.0%} sample of each problem's ({sample['mutants']:,} of "
-                      f"{sample['distinct']:,} distinct, {sample['problems']} problems; `kbm run --sample`).")
+        console.print(f"Mutants: {sample_words(sample)}: {sample['mutants']:,} of "
+                      f"{sample['distinct']:,} distinct, {sample['problems']} problems (`kbm run --sample`).")
     n = report["witnessed"]
     if not n:
         console.print("No witnessed mutants: evaluate some first (`kbm run`).")
@@ -48,7 +59,7 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
         vs = report["vs"]
         console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])}): {vs['gain_points']:+.1f} points = "
                       f"{vs['inputs_points']:+.1f} from inputs {vs['tolerance_points']:+.1f} from tolerance; "
-                      f"kills {vs['survivors_killed']} of the {vs['survivors']} witnessed mutants {vs['protocol']} misses"
+                      f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} witnessed mutants {vs['protocol']} misses"
                       + (f" ({_pct(vs['survivors_killed_pct'])})" if vs["survivors"] else ""))
     if report["families"]:
         table = Table(title="By family", title_justify="left")

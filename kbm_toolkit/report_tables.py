@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbm_toolkit.report_audit import sample_words
 from kbm_toolkit.rules import FAMILIES
 
 
@@ -23,7 +24,7 @@ def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[
         ("Distinct mutants", f"{counts['distinct']:,}")]
     sample = official.get("sample")
     if sample:
-        rows.append((f"evaluated: the {sample['share']:.0%} sample (`kbm run --sample`)", f"{sample['mutants']:,}"))
+        rows.append((f"evaluated: {sample_words(sample)} (`kbm run --sample`)", f"{sample['mutants']:,}"))
     if official.get("excluded"):
         rows.append(("problems left out as unrefereeable (`kbm refcheck`)", f"{len(official['excluded'])}"))
     n, d = official["witnessed"], official["detected"]

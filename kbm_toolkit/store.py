@@ -308,7 +308,10 @@ class Store:
 
         rows = self.db.execute("select id, problem from mutants where status = 'distinct'").fetchall()
         pool = [(m, p) for m, p in rows if p in shares]
-        return {"share": max(shares.values()), "problems": sum(f > 0 for f in shares.values()),
+        begun = [f for f in shares.values() if f > 0]
+        # an interrupted wider run leaves some problems a share ahead: the report says so
+        return {"share": max(shares.values()), "least": min(begun, default=0.0), "problems": len(begun),
+                "problems_at": [[f, begun.count(f)] for f in sorted(set(begun))],
                 "mutants": sum(in_sample(m, shares[p]) for m, p in pool), "distinct": len(pool)}
 
     def fill_shares(self, keys: list[str]) -> dict[str, float | None]:

@@ -1,12 +1,15 @@
 """Make a store that ships in the package from stores our pipeline filled on a GPU.
 
-    python scripts/make_embedded_store.py .kbm/kb.db --compact          # kbm_toolkit/data/kernelbench.db.xz
+    python scripts/make_embedded_store.py .kbm/kb.db --compact --share 0.6   # kbm_toolkit/data/kernelbench.db.xz
     python scripts/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
 
 Copies the first store, merges the others into the copy (`kbm merge`), checks it holds at least
 one finished run or some cells, switches to rollback journalling (a read-only copy must not need -shm files),
 vacuums it and packs it with xz (kbm unpacks it once into its cache). Nothing is written by
 hand: every row comes from `kbm` itself.
+
+`--share F` caps every problem's evaluated share at F: when a wider run stopped part-way (some
+problems at 70%, the rest at 60%), the shipped store scores every problem on the same 60%.
 
 `--compact` keeps a sampled pool small: a mutant outside its problem's sample keeps only what
 Table 1 and a later, wider `kbm run --sample` need (id, problem, rule, family, status, substrate
@@ -44,7 +47,14 @@ def compact(store: Store) -> int:
     return n
 
 
-def main(sources: list[Path], packed: Path, compacted: bool = False) -> None:
+def cap_share(store: Store, share: float) -> int:
+    """Narrow each problem's evaluated share (and its full-row share) to at most `share`; return how many."""
+    with store.db.conn:
+        store.db.execute("update problems set full_rows = ? where full_rows > ?", [share, share])
+        return store.db.execute("update problems set sample = ? where sample > ?", [share, share]).rowcount
+
+
+def main(sources: list[Path], packed: Path, compacted: bool = False, share: float | None = None) -> None:
     packed.parent.mkdir(parents=True, exist_ok=True)
     target = packed.with_suffix("") if packed.suffix == ".xz" else packed
     target.unlink(missing_ok=True)
@@ -57,6 +67,8 @@ def main(sources: list[Path], packed: Path, compacted: bool = False) -> None:
     for other in sources[1:]:
         added = store.merge(Store(other))
         print(f"merged {other}: " + (", ".join(f"{n} {t}" for t, n in added.items() if n) or "nothing new"))
+    if share is not None:
+        print(f"capped {cap_share(store, share)} problems at a {share:.0%} share")
     if compacted:
         print(f"compacted {compact(store)} mutants outside their problem's sample")
     runs = list(store.db.query("select id, kind, gpu, started from runs where finished is not null "
@@ -83,5 +95,8 @@ if __name__ == "__main__":
     ap.add_argument("sources", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, default=PACKAGE_DIR / "data" / "kernelbench.db.xz")
     ap.add_argument("--compact", action="store_true", help="strip the mutants outside each problem's sample")
+    ap.add_argument("--share", type=float, help="cap every problem's evaluated share at this (0-1]")
     args = ap.parse_args()
-    main(args.sources, args.out, args.compact)
+    if args.share is not None and not 0 < args.share <= 1:
+        ap.error(f"--share {args.share}: a share is in (0, 1]")
+    main(args.sources, args.out, args.compact, args.share)

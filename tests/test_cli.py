@@ -96,3 +96,47 @@ def test_audit_sample_scores_a_narrower_share_of_the_same_store(runner: CliRunne
     assert whole["sample"] is None and half["sample"]["share"] == 0.5
     assert 0 < half["witnessed"] < whole["witnessed"]
     assert half["sample"]["mutants"] < half["sample"]["distinct"]
+
+
+def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner, tmp_path: Path) -> None:
+    import shutil
+
+    from kbm_toolkit.paths import shipped_store_path
+    from kbm_toolkit.store import Store
+
+    path = tmp_path / "s.db"
+    shutil.copy(shipped_store_path("demo"), path)
+    store = Store(path)
+    keys = sorted(store.evaluated_problems())
+    with store.db.conn:  # every problem finished at 50%, then a run to 75% stopped after the first
+        store.db.execute(f"update problems set sample = 0.5 where key in ({', '.join('?' * len(keys))})", keys)
+        store.db.execute("update problems set sample = 0.75 where key = ?", [keys[0]])
+    summary = store.sample_summary()
+    assert (summary["least"], summary["share"]) == (0.5, 0.75)
+    assert summary["problems_at"] == [[0.5, len(keys) - 1], [0.75, 1]]
+    store.close()
+    result = runner.invoke(cli, ["--store", str(path), "audit", "-a", "kernelbench"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"a 50–75% sample of each problem's ({len(keys) - 1} problems at 50%, 1 problem at 75%" in text
+    assert "--sample 0.5 scores all alike" in text
+
+
+def test_an_interrupted_run_says_what_it_stored_and_exits_130(runner: CliRunner, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.cli as cli_module
+    import kbm_toolkit.evaluation_run as evaluation_run
+    from kbm_toolkit.store import Store
+
+    def interrupted(store: Store, *args: object, **kw: object) -> None:
+        run = store.start_run("evaluate", {"gpu": "fake"})
+        with store.db.conn:
+            for i in range(3):
+                store.db["cells"].insert({"mutant": f"m{i}", "input": "i", "run": run, "outcome": "pass"})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake"})
+    monkeypatch.setattr(evaluation_run, "run_evaluation", interrupted)
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kernelbench", "demo/1"])
+    assert result.exit_code == ExitCode.INTERRUPTED == 130
+    assert "Stopped: run 1 stored 3 cells; the same command resumes from them." in result.output

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kbm_toolkit.browse import Overview, mutant_detail, overview
 from kbm_toolkit.protocols import Protocol
+from kbm_toolkit.report_audit import sample_words
 from kbm_toolkit.store import Store
 
 
@@ -63,7 +64,7 @@ class OverviewScreen(DataScreen):
             f"{data.total:,} witnessed mutants over {len(data.witnessed)} problems; "
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
             + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items())
-            + (f". Mutants: a {data.sample['share']:.0%} sample ({data.sample['mutants']:,} of "
+            + (f". Mutants: {sample_words(data.sample)} ({data.sample['mutants']:,} of "
                f"{data.sample['distinct']:,} distinct)" if data.sample else ""))
         table = self.query_one(DataTable)
         table.clear(columns=True)
