@@ -107,8 +107,9 @@ class Worker:
     def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(target=_child_main, args=(child, self.target, self.env, self.warm), daemon=True)
+        spawned = time.time()
         proc.start()
-        self._spawned[proc.pid] = time.time()
+        self._spawned[proc.pid] = spawned
         child.close()
         return proc, parent
 
