@@ -110,7 +110,8 @@ def main() -> None:
         print(split_table(result["seconds"]))
     if result.get("spares"):  # runs since 2026-11-30: were spares too few, or too slow to warm?
         sp = result["spares"]
-        print(f"children put to work: {sp['starts']}, {sp['found_warm']} of them warm already; from spawn to warm "
+        print(f"children put to work: {sp['starts']}, {sp['found_warm']} of them warm already; "
+              f"{sp.get('lost', 0)} spares died unused; from spawn to warm "
               f"{sp['warm_s_median']} s median, {sp['warm_s_max']} s at most")
     print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
           f"of {result['workers']} workers' time: launches {result['share_in_launches']:.1%}, references and correct kernel "

@@ -102,6 +102,8 @@ class Worker:
         """For each child put to work: seconds from its spawn until it was warm (said `ready`)."""
         self.found_warm = 0
         """Children put to work that were warm already: a spare that waited for its turn."""
+        self.spares_lost = 0
+        """Spares that died before they were needed (e.g. no GPU memory left for their context)."""
         self._spawned: dict[int, float] = {}
 
     def _spawn(self) -> tuple[Any, Any]:
@@ -117,7 +119,9 @@ class Worker:
         if self._closed:  # a thread still driving tasks after close() would leave orphans behind
             raise WorkerClosed
         self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
-        self._spares = [s for s in self._spares if s[0].is_alive()]
+        alive = [s for s in self._spares if s[0].is_alive()]
+        self.spares_lost += len(self._spares) - len(alive)
+        self._spares = alive
         ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
         chosen = ready[0] if ready else self._spares[0] if self._spares else None
         if chosen is not None:

@@ -130,6 +130,11 @@ def test_a_worker_measures_how_its_children_warmed_and_whether_a_spare_was_ready
         worker.run({"do": "echo", "value": 1}, timeout=60)
         assert worker.found_warm == 1 and len(worker.warm_s) == 2
         assert all(0 < t < 60 for t in worker.warm_s)
+        worker._spares[0][0].kill()  # a spare that dies unused is counted, and replaced
+        worker._spares[0][0].join(10)
+        worker.run({"do": "crash"}, timeout=60)
+        assert worker.run({"do": "echo", "value": 2}, timeout=60).status == "ok"
+        assert worker.spares_lost == 1 and worker.found_warm == 1
 
 
 def test_a_closed_worker_starts_no_child_and_says_so() -> None:
