@@ -1,0 +1,107 @@
+"""The kill matrix's wall clock, from the runs a store records: each evaluate run's GPUs, wall
+time, cells and the tenths of the sample its cells fall in, then the time per tenth and per
+machine size. The pool's build is summed from runs spread over sessions; this is that sum.
+
+    python bench/pool_wall_clock.py --store .kbm/kb.db --runs 17-32
+
+`--runs` picks the pool's runs (the store may hold others: targeted inputs on survivors, say).
+
+A run's wall time goes from `started` to `finished` or, for an interrupted one, `stopped`; runs
+killed outright recorded neither and are listed without one. A run that spans two tenths (it
+finished one and began the next) has its time split between them by cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def tenth(mutant: str) -> float:
+    """The narrowest tenth-share `--sample` that holds `mutant` (0.1 ... 1.0), as `in_sample` draws it."""
+    return max(1, math.ceil(int(mutant[:8], 16) / 16**8 * 10 + 1e-12)) / 10
+
+
+def run_ids(text: str) -> set[int]:
+    """`3,5-7` -> {3, 5, 6, 7}."""
+    ids: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        first, _, last = part.partition("-")
+        try:
+            ids.update(range(int(first), int(last or first) + 1))
+        except ValueError:
+            raise SystemExit(f"--runs {text!r}: {part!r} is not a run id or a range like 17-32") from None
+    return ids
+
+
+def pool_runs(store: Any, only: set[int] | None = None) -> list[dict[str, Any]]:
+    """Every evaluate run with cells (those in `only`, when given), oldest first."""
+    runs = []
+    for run_id, started, end, env in store.db.execute(
+            "select id, started, coalesce(finished, stopped), environment from runs "
+            "where kind = 'evaluate' order by id"):
+        if only is not None and run_id not in only:
+            continue
+        tenths = Counter(tenth(m) for (m,) in store.db.execute("select mutant from cells where run = ?", [run_id]))
+        if not tenths:
+            continue
+        env = json.loads(env or "{}")
+        wall = (datetime.fromisoformat(end) - datetime.fromisoformat(started)).total_seconds() if end else None
+        runs.append({"run": run_id, "gpus": env.get("gpus") or 1, "workers": env.get("workers"), "wall_s": wall,
+                     "cells": sum(tenths.values()), "tenths": dict(sorted(tenths.items()))})
+    return runs
+
+
+def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Wall seconds per (GPUs, tenth), a run's time split by its cells; and the runs with no end time."""
+    per: dict[int, dict[float, float]] = defaultdict(lambda: defaultdict(float))
+    for r in runs:
+        if r["wall_s"] is None:
+            continue
+        for t, n in r["tenths"].items():
+            per[r["gpus"]][t] += r["wall_s"] * n / r["cells"]
+    return {"seconds": {g: dict(sorted(v.items())) for g, v in sorted(per.items())},
+            "unknown": [r["run"] for r in runs if r["wall_s"] is None]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--runs", type=run_ids, help="only these runs, e.g. 3-7,17-32 (default: every evaluate run)")
+    ap.add_argument("--json", type=Path, help="also write the runs and totals here")
+    args = ap.parse_args()
+    from kbm_toolkit.store import Store
+
+    if not args.store.is_file():
+        sys.exit(f"{args.store}: no such store")
+    runs = pool_runs(Store(args.store, readonly=True), args.runs)
+    if not runs:
+        sys.exit(f"{args.store}: no evaluate run with cells" + (" among --runs" if args.runs else ""))
+    print(f"{'run':>4} {'GPUs':>4} {'wall s':>7} {'cells':>7} {'cells/s':>7}  tenths (share of the run's cells)")
+    for r in runs:
+        wall = f"{r['wall_s']:7.0f}" if r["wall_s"] is not None else "      ?"
+        rate = f"{r['cells'] / r['wall_s']:7.1f}" if r["wall_s"] else "      ?"
+        spread = ", ".join(f"{t - 0.1:.1f}–{t:.1f} {n / r['cells']:.0%}" for t, n in r["tenths"].items()
+                           if n / r["cells"] >= 0.01)
+        print(f"{r['run']:>4} {r['gpus']:>4} {wall} {r['cells']:>7,} {rate}  {spread}")
+    result = totals(runs)
+    for gpus, per in result["seconds"].items():
+        print(f"on {gpus} GPU{'s' if gpus > 1 else ''}: {sum(per.values()):,.0f} s; "
+              + ", ".join(f"{t - 0.1:.1f}–{t:.1f} {s:,.0f} s" for t, s in per.items() if s >= 1))
+    if result["unknown"]:
+        print(f"runs {', '.join(map(str, result['unknown']))} were killed outright and recorded no end: "
+              "their time is not in the sums")
+    if args.json:
+        args.json.write_text(json.dumps({"runs": runs, **result}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
