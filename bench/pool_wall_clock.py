@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import Counter, defaultdict
 from datetime import datetime
@@ -26,8 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def tenth(mutant: str) -> float:
-    """The narrowest tenth-share `--sample` that holds `mutant` (0.1 ... 1.0), as `in_sample` draws it."""
-    return max(1, math.ceil(int(mutant[:8], 16) / 16**8 * 10 + 1e-12)) / 10
+    """The narrowest tenth-share `--sample` that holds `mutant` (0.1 ... 1.0)."""
+    from kbm_toolkit.mutate import in_sample
+
+    return next(t / 10 for t in range(1, 11) if in_sample(mutant, t / 10))
 
 
 def run_ids(text: str) -> set[int]:

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from kbm_toolkit.cli import cli
 from kbm_toolkit.exit_codes import ExitCode
 
-from conftest import REPO
+from conftest import REPO, load_script
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_cli_docs", REPO / "scripts" / "gen_cli_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/gen_cli_docs.py")
 
 
 def test_cli_reference_is_current() -> None:

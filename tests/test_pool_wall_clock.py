@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 
 import pytest
 
@@ -11,14 +10,11 @@ from kbm_toolkit.mutate import in_sample
 from kbm_toolkit.paths import shipped_store_path
 from kbm_toolkit.store import Store
 
-from conftest import REPO
+from conftest import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("pool_wall_clock", REPO / "bench" / "pool_wall_clock.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/pool_wall_clock.py")
 
 
 def test_a_mutants_tenth_is_the_narrowest_sample_that_holds_it() -> None:
