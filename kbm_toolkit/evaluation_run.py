@@ -14,13 +14,15 @@ import hashlib
 import multiprocessing as mp
 import os
 import queue
+import signal
 import statistics
 import threading
 import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.first_kill import FirstKill, Settled
@@ -246,6 +248,25 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
                   store_view.get("settled"))
 
 
+def _finished(view: dict[str, Any], rows: dict[str, dict[str, Any]], specs: list[InputSpec],
+              probe_input: InputSpec | None, rerun_crashers: bool) -> bool:
+    """Whether the store holds every cell and input check `run_problem` would ask of a problem.
+
+    Such a problem is not compiled again: a run resumed on a fresh machine (an empty NVRTC cache)
+    compiled every problem it had finished before reaching the first unfinished one, and its
+    workers waited on that for 57% of their time.
+    """
+    done, checked = view["done"], view["checked"]
+    mutants = {m for m, r in rows.items() if r["status"] == "distinct"}
+    if probe_input is not None:
+        if probe_input.id not in checked or any((m, probe_input.id) not in done for m in mutants):
+            return False
+        mutants -= view["probe_crashes"]
+    if not rerun_crashers:
+        mutants -= view["crashed"]
+    return all(s.id in checked for s in specs) and all((m, s.id) in done for m in mutants for s in specs)
+
+
 def _stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
     """Mutants with a stored crash or timeout on one of `specs` (input ids name their problem).
 
@@ -290,6 +311,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     probe = probe and not checks_only
     summary = RunSummary()
     views, hashes, jobs, total = {}, {}, [], 0
+    results: queue.Queue = queue.Queue()
     for problem in sorted(problems, key=lambda p: hashlib.sha256(p.key.encode()).hexdigest()):
         specs = specs_for(problem)
         if checks_only:
@@ -328,40 +350,48 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                               # under --first-kill a stored crash settles its protocols like any detection
                               "crashed": set() if settled else _stopped_on(store, specs)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
-        jobs.append((problem, substrate, sh, rows, specs))
         hashes[problem.key] = sh
+        if _finished(views[problem.key], rows, specs, probe_input, rerun_crashers):
+            results.put((problem.key, {"kind": "problem", "verdict": "done"}))  # recorded as if run
+        else:
+            jobs.append((problem, substrate, sh, rows, specs))
     already = sum(len(v["done"]) for v in views.values())
-    results: queue.Queue = queue.Queue()
     work: queue.Queue = queue.Queue()
     warm = "kbm_toolkit.evaluate:warm_up" if target == TARGET else None
     workers = [Worker(target, {"CUDA_VISIBLE_DEVICES": str(i % gpus)} if gpus > 1 else {}, warm=warm,
                       spares=max(2, SPARES // workers_per_gpu))
                for i in range(gpus * workers_per_gpu)]
 
+    # each process plans whole problems, several problems ahead of the GPU in run order: one
+    # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
+    size = max(1, min(len(jobs), (os.cpu_count() or 2) - len(workers) - 2))
+    pool = compile_pool(size)
+
+    stop = threading.Event()  # set by SIGINT, or when the run ends early for any reason
+
     def planner() -> None:
-        # each process plans whole problems, several problems ahead of the GPU in run order: one
-        # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
-        size = max(1, (os.cpu_count() or 2) - len(workers) - 2)
         try:
-            with compile_pool(size) as pool:
-                queued = iter(jobs)
-                ahead: deque[tuple[Problem, Future]] = deque()
+            queued = iter(jobs)
+            ahead: deque[tuple[Problem, Future]] = deque()
 
-                def submit() -> None:
-                    job = next(queued, None)
-                    if job is not None:
-                        ahead.append((job[0], pool.submit(plan_problem, *job, arch, probe, rules)))
+            def submit() -> None:
+                job = next(queued, None)
+                if job is not None and not stop.is_set():
+                    ahead.append((job[0], pool.submit(plan_problem, *job, arch, probe, rules)))
 
-                for _ in range(2 * size):
-                    submit()
-                while ahead:
-                    problem, planned = ahead.popleft()
-                    submit()
-                    try:
-                        work.put(planned.result())
-                    except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
-                        why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
-                        results.put((problem.key, {"kind": "problem", "verdict": f"error: {why}"}))
+            for _ in range(2 * size):
+                submit()
+            while ahead:
+                problem, planned = ahead.popleft()
+                submit()
+                try:
+                    work.put(planned.result())
+                except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
+                    why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+                    results.put((problem.key, {"kind": "problem", "verdict": f"error: {why}"}))
+        except RuntimeError:  # submitting to the pool the stopped run has just abandoned
+            if not stop.is_set():
+                raise
         finally:
             for _ in workers:
                 work.put(None)
@@ -385,8 +415,6 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
 
     threads = [threading.Thread(target=planner, daemon=True)]
     threads += [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
     batch: list[dict[str, Any]] = []
 
     def flush() -> None:  # commit the cells received so far
@@ -396,61 +424,70 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
 
     count = already
     seconds = dict.fromkeys(TIME_SPLIT, 0.0)
-    began = time.monotonic()
-    last_flush = time.monotonic()
     completed = False
-    try:
-        while any(t.is_alive() for t in threads) or not results.empty():
-            try:
-                key, rec = results.get(timeout=0.5)
-            except queue.Empty:
-                key, rec = None, None
-            if rec is not None:
-                kind = rec["kind"]
-                for name, part in _RECORD_MS.get(kind, {}).items():
-                    seconds[part] += (rec.get(name) or 0.0) / 1000
-                if kind == "time":
-                    seconds[rec["part"]] += rec["s"]
-                elif kind == "cell":
-                    batch.append(rec)
-                    count += 1
-                elif kind == "input":
-                    store.record_input_check(hashes[key], run_id, rec)
-                elif kind == "quarantine":
-                    flush()
-                    store.set_mutant_status(rec["mutant"], "crash_probe", "crashed or hung on the probe input")
-                    summary.quarantined.append(rec["mutant"])
-                elif kind == "problem":
-                    summary.problems[key] = rec["verdict"]
-                    if rec["verdict"] == "done" and not checks_only:
-                        # the share widens only once every cell it needs is stored: an interrupted
-                        # run leaves the problem scored on the share it had finished before
-                        flush()
-                        store.widen_sample(key, sample, full_rows=not first_kill)
-                    if on_problem:
-                        on_problem(key, rec["verdict"])
-            if batch and (len(batch) >= 256 or time.monotonic() - last_flush > 1.0 or rec is None):
-                flush()
-                last_flush = time.monotonic()
-            if on_progress:
-                on_progress(count, total)
-        completed = True
-    finally:
-        flush()
-        summary.restarts = sum(w.restarts for w in workers)
-        summary.waited_s = sum(w.waited_s for w in workers)
-        summary.spares = spare_stats(workers)
-        summary.seconds = _split(seconds, summary, began, finished, len(workers))
-        stats = {"seconds": summary.seconds, "restarts": summary.restarts, "spares": summary.spares}
-        if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
-            # first, as closing a worker busy in a long launch can outlast a kill's grace
-            store.stop_run(run_id, stats)
-        closing = [threading.Thread(target=w.close) for w in workers]  # together: each may wait on a busy child
-        for t in closing:
+    with _sigint_sets(stop):
+        for t in threads:
             t.start()
-        for t in closing:
-            t.join()
+        began = time.monotonic()
+        last_flush = time.monotonic()
+        try:
+            while any(t.is_alive() for t in threads) or not results.empty():
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                try:
+                    key, rec = results.get(timeout=0.5)
+                except queue.Empty:
+                    key, rec = None, None
+                if rec is not None:
+                    kind = rec["kind"]
+                    for name, part in _RECORD_MS.get(kind, {}).items():
+                        seconds[part] += (rec.get(name) or 0.0) / 1000
+                    if kind == "time":
+                        seconds[rec["part"]] += rec["s"]
+                    elif kind == "cell":
+                        batch.append(rec)
+                        count += 1
+                    elif kind == "input":
+                        store.record_input_check(hashes[key], run_id, rec)
+                    elif kind == "quarantine":
+                        flush()
+                        store.set_mutant_status(rec["mutant"], "crash_probe", "crashed or hung on the probe input")
+                        summary.quarantined.append(rec["mutant"])
+                    elif kind == "problem":
+                        summary.problems[key] = rec["verdict"]
+                        if rec["verdict"] == "done" and not checks_only:
+                            # the share widens only once every cell it needs is stored: an interrupted
+                            # run leaves the problem scored on the share it had finished before
+                            flush()
+                            store.widen_sample(key, sample, full_rows=not first_kill)
+                        if on_problem:
+                            on_problem(key, rec["verdict"])
+                if batch and (len(batch) >= 256 or time.monotonic() - last_flush > 1.0 or rec is None):
+                    flush()
+                    last_flush = time.monotonic()
+                if on_progress:
+                    on_progress(count, total)
+            completed = True
+        finally:
+            flush()
+            summary.restarts = sum(w.restarts for w in workers)
+            summary.waited_s = sum(w.waited_s for w in workers)
+            summary.spares = spare_stats(workers)
+            summary.seconds = _split(seconds, summary, began, finished, len(workers))
+            stats = {"seconds": summary.seconds, "restarts": summary.restarts, "spares": summary.spares}
+            if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
+                # first, as closing a worker busy in a long launch can outlast a kill's grace
+                store.stop_run(run_id, stats)
+                stop.set()
+                _abandon(pool)
+            closing = [threading.Thread(target=w.close) for w in workers]  # together: each may wait on a busy child
+            for t in closing:
+                t.start()
+            for t in closing:
+                t.join()
+            pool.shutdown()
     store.finish_run(run_id, stats)
+    return summary
     return summary
 
 
@@ -462,6 +499,36 @@ def spare_stats(workers: list[Worker]) -> dict[str, Any]:
             "lost": sum(w.spares_lost for w in workers),
             "warm_s_median": round(statistics.median(warm), 2) if warm else None,
             "warm_s_max": round(warm[-1], 2) if warm else None}
+
+
+@contextmanager
+def _sigint_sets(flag: threading.Event) -> Iterator[None]:
+    """While inside, SIGINT (Ctrl-C, `timeout -s INT`) only sets `flag`, for the run to stop where it checks.
+
+    Raised as KeyboardInterrupt at any bytecode, one once landed inside a queue's lock: the run
+    ended in an internal error instead of its clean stop. A second one, inside the clean-up,
+    would cut that short too. (Only the main thread may set a handler; elsewhere nothing changes.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: flag.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """Stop a compile pool now: cancel what is queued and end the compiles under way.
+
+    Python waits at exit for a pool's running tasks, and compiling a whole problem can outlast
+    the grace `timeout -k` gives a stopped run; its plans are worth nothing to a run that stopped.
+    """
+    processes = list((pool._processes or {}).values())  # no public way to end running tasks before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
 
 
 def compile_pool(size: int) -> ProcessPoolExecutor:

@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import kbm_toolkit.evaluation_run as evaluation_run
 from kbm_toolkit.evaluation_run import run_evaluation
 from kbm_toolkit.inputs import InputSpec
 from kbm_toolkit.mutation_run import mutate_problems
@@ -121,14 +123,18 @@ RUNNER = """
 import json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
+from typing import Any
 from kbm_toolkit.store import Store
 from kbm_toolkit.problems import ProblemSet
 from kbm_toolkit.protocols import load_protocols
 from kbm_toolkit.evaluation_run import run_evaluation
 import test_evaluation as t
 store = Store({db!r})
-run_evaluation(store, [ProblemSet.discover().get("demo/3")], t.specs_for, "test", "sm_90", {{}},
-               target=t.FAKE, rules=t.RULES, deadline=t.fast_deadline)
+try:
+    run_evaluation(store, [ProblemSet.discover().get("demo/3")], t.specs_for, "test", "sm_90", {{}},
+                   target=t.FAKE, rules=t.RULES, deadline=t.fast_deadline)
+except KeyboardInterrupt:
+    sys.exit(130)
 """
 
 
@@ -160,11 +166,68 @@ def test_a_run_killed_halfway_resumes_to_the_same_matrix(tmp_path: Path) -> None
     assert resumed == reference and len(resumed) == total
 
 
+def test_a_burst_of_interrupts_stops_a_run_once_and_cleanly(tmp_path: Path) -> None:
+    _, ids = seeded_store(tmp_path / "s.db")
+    runner = RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "s.db"))
+    env = {**os.environ, "KBM_FAKE": "{}", "KBM_FAKE_DELAY": "0.05", "PYTHONPATH": str(REPO / "tests")}
+    proc = subprocess.Popen([sys.executable, "-c", runner], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while Store(tmp_path / "s.db").db["cells"].count < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for _ in range(5):  # Ctrl-C pressed again and again, or with `timeout -s INT`, to the parent alone,
+        proc.send_signal(signal.SIGINT)  # all before the run reaches its next check (a cell takes 50 ms)
+        time.sleep(0.001)
+    sent = time.monotonic()
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr  # a KeyboardInterrupt out of the run, from where it checks
+    assert "Traceback" not in stderr and time.monotonic() - sent < 20
+    store = Store(tmp_path / "s.db")
+    run = store.db["runs"].get(1)
+    assert run["stopped"] and run["finished"] is None  # the clean-up ran to its end, not cut short
+    assert 5 <= store.db["cells"].count < len(ids) * 4
+    subprocess.run([sys.executable, "-c", runner], env={**env, "KBM_FAKE_DELAY": "0"}, check=True, timeout=300)
+    assert Store(tmp_path / "s.db").db["cells"].count == len(ids) * 4  # and the same call resumes it
+
+
+def test_a_resumed_run_compiles_no_problem_it_has_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols import Protocol
+
+    a = Protocol("a", "", 1e-2, ({"trials": 3},))
+    problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
+    store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    compiled: list[str] = []  # the problems sent to the compile pool
+    real_pool = evaluation_run.compile_pool
+
+    def counting_pool(size: int) -> Any:
+        pool = real_pool(size)
+        submit = pool.submit
+        pool.submit = lambda fn, problem, *rest: compiled.append(problem.key) or submit(fn, problem, *rest)
+        return pool
+
+    monkeypatch.setattr(evaluation_run, "compile_pool", counting_pool)
+
+    def run(share: float | None, first_kill: list[Any] | None = None) -> Any:
+        compiled.clear()
+        return run_evaluation(store, problems, a.specs, "a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
+                              deadline=fast_deadline, sample=share, first_kill=first_kill)
+
+    for share, first_kill in ((0.5, None), (None, [a])):
+        run(share, first_kill)
+        assert sorted(compiled) == [p.key for p in problems]
+        cells_before, shares = store.db["cells"].count, (store.samples(), store.full_rows())
+        again = run(share, first_kill)
+        assert compiled == [] and again.problems == {p.key: "done" for p in problems}  # each still reported done
+        assert store.db["cells"].count == cells_before and (store.samples(), store.full_rows()) == shares
+    run(None)  # full rows for the mutants first kill skipped: work again
+    assert sorted(compiled) == [p.key for p in problems] and store.full_rows() == {}
+
+
 def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
     import kbm_toolkit.cli as cli_module
-    import kbm_toolkit.evaluation_run as evaluation_run
 
     store, ids = seeded_store(tmp_path / "s.db")
     store.close()
@@ -304,7 +367,6 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
     from click.testing import CliRunner
 
     import kbm_toolkit.cli as cli_module
-    import kbm_toolkit.evaluation_run as evaluation_run
 
     # every probe passes (the ceiling is the largest scale probed); the correct kernel fails on NaN inputs
     monkeypatch.setenv("KBM_FAKE", '{"invalid": ["nan_element"]}')
