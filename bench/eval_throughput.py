@@ -113,6 +113,9 @@ def main() -> None:
         print(f"children put to work: {sp['starts']}, {sp['found_warm']} of them warm already; "
               f"{sp.get('lost', 0)} spares died unused; from spawn to warm "
               f"{sp['warm_s_median']} s median, {sp['warm_s_max']} s at most")
+        if sp.get("warm_parts_median"):  # later runs: where the warm-up went, part by part
+            print("warm-up, median s per part: "
+                  + ", ".join(f"{part} {s}" for part, s in sp["warm_parts_median"].items()))
     print(f"{result['cells']} cells in {result['wall_s']} s = {result['cells_per_s']} cells/s; "
           f"of {result['workers']} workers' time: launches {result['share_in_launches']:.1%}, references and correct kernel "
           f"{result['share_in_references']:.1%}, overhead {result['share_overhead']:.1%}"

@@ -21,13 +21,21 @@ from kbm_toolkit.substrates import Substrate
 WARM_KERNEL = 'extern "C" __global__ void kbm_warm(float* p, int n) { if (threadIdx.x < n) p[threadIdx.x] = 0.0f; }'
 
 
-def warm_up() -> None:
-    """Pay a worker's start-up (torch, cuda.core, the CUDA context, lazy imports) before its first task.
+def warm_up() -> dict[str, float]:
+    """Pay a worker's start-up (torch, cuda.core, the CUDA context, lazy imports) before its first
+    task; return the seconds each part took.
 
     The launch guard's first use imports torch._dynamo (seconds), and the first matmul or
     convolution creates library handles: doing both here keeps them off the path of a spare that
     takes over after a crash.
     """
+    parts, last = {}, time.perf_counter()
+
+    def lap(part: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        parts[part], last = now - last, now
+
     import torch
     from cuda.core import Device
 
@@ -38,18 +46,24 @@ def warm_up() -> None:
     from kbm_toolkit.runtime import Kernels, device_arch
     from kbm_toolkit.signatures import entry_points
 
+    lap("imports")
     strict_fp32_references()
     Device(torch.cuda.current_device()).set_current()
+    lap("context")
     with torch.no_grad():
         with guard("warm-up"):
             x = torch.zeros(4, 4, device="cuda")
         compare(x, x.clone())
+        lap("guard")
         x @ x  # cuBLAS and cuDNN handles: every restart would otherwise pay them in its first reference
         torch.nn.functional.conv2d(x[None, None], x[None, None, :3, :3])
+        lap("handles")
         image = compile_source(WARM_KERNEL, device_arch())
         Kernels(image.cubin, entry_points(WARM_KERNEL), "warm-up").kbm_warm(
             x, 16, grid=1, block=16)  # the first launch of a process costs ~0.5 s
     torch.cuda.synchronize()
+    lap("kernel")
+    return parts
 
 
 def unchanged(now: Any, saved: Any) -> bool:

@@ -493,12 +493,18 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
 
 def spare_stats(workers: list[Worker]) -> dict[str, Any]:
     """Children started by `workers`, how many were warm when put to work, how many spares died
-    unused, and the warm-up times."""
+    unused, the warm-up times, and each part of the warm-up's median."""
     warm = sorted(t for w in workers for t in w.warm_s)
+    parts: dict[str, list[float]] = {}
+    for w in workers:
+        for child in w.warm_parts:
+            for part, s in child.items():
+                parts.setdefault(part, []).append(s)
     return {"starts": len(warm), "found_warm": sum(w.found_warm for w in workers),
             "lost": sum(w.spares_lost for w in workers),
             "warm_s_median": round(statistics.median(warm), 2) if warm else None,
-            "warm_s_max": round(warm[-1], 2) if warm else None}
+            "warm_s_max": round(warm[-1], 2) if warm else None,
+            "warm_parts_median": {part: round(statistics.median(v), 2) for part, v in parts.items()}}
 
 
 @contextmanager

@@ -40,6 +40,7 @@ def _load(target: str) -> Callable[..., Any]:
 
 
 def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -> None:
+    entered = time.time()  # the interpreter is up and this module imported (the parent's main module too)
     import os
     import signal
 
@@ -51,9 +52,11 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -
     from kbm_toolkit.errors import KbmError
 
     fn = _load(target)
-    if warm:
-        _load(warm)()  # e.g. import torch and create the CUDA context before any task arrives
-    conn.send(("ready", time.time(), ""))  # when it was warm: the parent knows when it spawned it
+    parts = {"target": time.time() - entered}
+    if warm:  # e.g. import torch and create the CUDA context before any task arrives
+        parts.update(_load(warm)() or {})  # it may say where its own time went
+    # when it was warm, and where the time went: the parent knows when it spawned it
+    conn.send(("ready", {"at": time.time(), "entered": entered, "parts": parts}, ""))
     while True:
         try:
             task = conn.recv()
@@ -78,9 +81,9 @@ class Worker:
     """One child process that runs `target(task)` for each task it is sent, restarted on demand.
 
     With `spares=N`, N more children are kept started (and warmed by `warm`, e.g. torch and a CUDA
-    context, ~4.5 s each), so replacing a crashed worker costs a swap, not a cold start; several
-    spares absorb a burst of crashes (a rule that breaks every launch of a problem) while they warm
-    in parallel.
+    context; about 10 s each on the H200 host, `runs.stats.spares`), so replacing a crashed
+    worker costs a swap, not a cold start; several spares absorb a burst of crashes (a rule that
+    breaks every launch of a problem) while they warm in parallel.
     """
 
     def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
@@ -104,6 +107,9 @@ class Worker:
         """Children put to work that were warm already: a spare that waited for its turn."""
         self.spares_lost = 0
         """Spares that died before they were needed (e.g. no GPU memory left for their context)."""
+        self.warm_parts: list[dict[str, float]] = []
+        """For each child put to work, where its warm-up went in seconds: `start` (spawn until its
+        main function runs), `target` (importing the task's module), then what `warm` reports."""
         self._spawned: dict[int, float] = {}
 
     def _spawn(self) -> tuple[Any, Any]:
@@ -133,9 +139,11 @@ class Worker:
         start = time.monotonic()
         if not self._conn.poll(READY_TIMEOUT_S):
             raise EOFError("the worker did not finish starting")
-        _, warm_at, _ = self._conn.recv()  # `ready`; EOFError if it died starting
+        _, ready, _ = self._conn.recv()  # `ready`; EOFError if it died starting
         self.waited_s += time.monotonic() - start
-        self.warm_s.append(warm_at - self._spawned.pop(self._proc.pid, warm_at))
+        spawned = self._spawned.pop(self._proc.pid, ready["entered"])
+        self.warm_s.append(ready["at"] - spawned)
+        self.warm_parts.append({"start": ready["entered"] - spawned, **ready["parts"]})
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""

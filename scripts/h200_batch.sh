@@ -76,7 +76,7 @@ for step in "$@"; do
                     > "$OUT/logs/kb-run-$share.txt" 2>&1
                 rc=$?
                 echo "kb run --sample $share: exit $rc; $(tail -n2 "$OUT/logs/kb-run-$share.txt" | head -n1)"
-                python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n13
+                python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n14
                 [ $rc -eq 0 ] || break
             done ;;
         kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses

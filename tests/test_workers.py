@@ -29,6 +29,12 @@ def task(command: dict) -> object:
 TARGET = "test_workers:task"
 
 
+def nap() -> dict[str, float]:
+    """A warm-up that reports its one part, as `evaluate.warm_up` reports its imports, context and handles."""
+    time.sleep(0.3)
+    return {"nap": 0.3}
+
+
 def test_results_come_back_from_one_long_lived_worker() -> None:
     with Worker(TARGET) as worker:
         a = worker.run({"do": "echo", "value": 1}, timeout=60)
@@ -135,6 +141,21 @@ def test_a_worker_measures_how_its_children_warmed_and_whether_a_spare_was_ready
         worker.run({"do": "crash"}, timeout=60)
         assert worker.run({"do": "echo", "value": 2}, timeout=60).status == "ok"
         assert worker.spares_lost == 1 and worker.found_warm == 1
+
+
+def test_a_worker_records_where_each_childs_warm_up_went() -> None:
+    from kbm_toolkit.evaluation_run import spare_stats
+
+    with Worker(TARGET, warm="test_workers:nap") as worker:
+        worker.run({"do": "echo", "value": 0}, timeout=60)
+        worker.run({"do": "crash"}, timeout=60)
+        worker.run({"do": "echo", "value": 1}, timeout=60)
+    assert len(worker.warm_parts) == len(worker.warm_s) == 2
+    for parts, total in zip(worker.warm_parts, worker.warm_s):
+        assert set(parts) == {"start", "target", "nap"} and parts["nap"] == 0.3
+        assert all(s >= 0 for s in parts.values()) and sum(parts.values()) <= total + 0.05
+        assert total >= 0.3  # the nap is inside the spawn-to-warm time
+    assert set(spare_stats([worker])["warm_parts_median"]) == {"start", "target", "nap"}
 
 
 def test_a_closed_worker_starts_no_child_and_says_so() -> None:
