@@ -29,7 +29,8 @@ def warm_up() -> dict[str, float]:
     convolution creates library handles: doing both here keeps them off the path of a spare that
     takes over after a crash.
     """
-    parts, last = {}, time.perf_counter()
+    parts: dict[str, float] = {}
+    last = time.perf_counter()
 
     def lap(part: str) -> None:
         nonlocal last
