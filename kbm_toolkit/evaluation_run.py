@@ -22,7 +22,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.first_kill import FirstKill, Settled
@@ -70,8 +70,9 @@ class RunSummary:
     waited_s: float = 0.0
     """Time the GPU workers spent waiting for a child to finish starting (no warm spare left)."""
     spares: dict[str, Any] = field(default_factory=dict)
-    """How the workers' children started: how many, how many were warm when put to work, and the
-    median and slowest seconds from spawn to warm (too few spares, or too slow to warm)."""
+    """How the workers' children started: how many, how many were warm when put to work, the
+    median and slowest seconds from spawn to warm (too few spares, or too slow to warm), and the
+    median of each part of the warm-up (`spare_stats`)."""
     quarantined: list[str] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -133,6 +134,12 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
                        probe_spec(problem, substrate) if probe else None, specs)
 
 
+def _complete(mutants: Iterable[str], specs: list[InputSpec], done: set[tuple[str, str]],
+              checked: dict[str, Any]) -> bool:
+    """Whether every pair of `mutants` (ids) and `specs` is done and every input is checked."""
+    return all(s.id in checked for s in specs) and all((m, s.id) in done for m in mutants for s in specs)
+
+
 def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
            done: set[tuple[str, str]], checked: dict[str, dict[str, Any] | None],
            emit: Callable[[dict[str, Any]], None],
@@ -160,8 +167,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
 
     stuck = 0
     while True:
-        todo = [(m["id"], s.id) for s in specs for m in mutants if (m["id"], s.id) not in done]
-        if not todo and all(s.id in checked for s in specs):
+        if _complete([m["id"] for m in mutants], specs, done, checked):
             return "done"
         task = {"problem": {**asdict(plan.problem), "path": str(plan.problem.path)},
                 "substrate": str(plan.substrate.folder), "original": plan.original,
@@ -259,12 +265,12 @@ def _finished(view: dict[str, Any], rows: dict[str, dict[str, Any]], specs: list
     done, checked = view["done"], view["checked"]
     mutants = {m for m, r in rows.items() if r["status"] == "distinct"}
     if probe_input is not None:
-        if probe_input.id not in checked or any((m, probe_input.id) not in done for m in mutants):
+        if not _complete(mutants, [probe_input], done, checked):
             return False
         mutants -= view["probe_crashes"]
     if not rerun_crashers:
         mutants -= view["crashed"]
-    return all(s.id in checked for s in specs) and all((m, s.id) in done for m in mutants for s in specs)
+    return _complete(mutants, specs, done, checked)
 
 
 def _stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
@@ -487,7 +493,6 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 t.join()
             pool.shutdown()
     store.finish_run(run_id, stats)
-    return summary
     return summary
 
 
