@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import faulthandler
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -823,4 +825,6 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
 
 def main() -> None:
     """Console-script entry point."""
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 PID` prints every thread's stack, e.g. of a run that will not stop
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     cli(prog_name="kbm")

@@ -25,9 +25,10 @@ def warm_up() -> dict[str, float]:
     """Pay a worker's start-up (torch, cuda.core, the CUDA context, lazy imports) before its first
     task; return the seconds each part took.
 
-    The launch guard's first use imports torch._dynamo (seconds), and the first matmul or
-    convolution creates library handles: doing both here keeps them off the path of a spare that
-    takes over after a crash.
+    The first matmul or convolution creates library handles, and the launch guard's first use
+    sets up torch's dispatch modes: doing both here keeps them off the path of a spare that takes
+    over after a crash. (The guard's first use cost 4-5 s on the H200 host while it imported
+    torch._dynamo; `launch_guard` now opts out.)
     """
     parts: dict[str, float] = {}
     last = time.perf_counter()

@@ -10,6 +10,7 @@ deadline (derived from the correct kernel's time on that input) is killed and re
 
 from __future__ import annotations
 
+import faulthandler
 import hashlib
 import multiprocessing as mp
 import os
@@ -41,6 +42,9 @@ SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
 COMPILE_NICENESS = 10
 """How much lower the compile pool's CPU priority is than the workers' (`os.nice`)."""
+STOP_DUMP_S = 15.0
+"""A stopping run still cleaning up after this long prints every thread's stack to stderr:
+the H200 batch's `timeout -k 20` kills it 5 s later, and a stop that overruns is a bug to find."""
 PHASE_TIMEOUT_S = 900.0
 """Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
 
@@ -254,23 +258,24 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
                   store_view.get("settled"))
 
 
-def _finished(view: dict[str, Any], rows: dict[str, dict[str, Any]], specs: list[InputSpec],
-              probe_input: InputSpec | None, rerun_crashers: bool) -> bool:
-    """Whether the store holds every cell and input check `run_problem` would ask of a problem.
+def _to_run(view: dict[str, Any], rows: dict[str, dict[str, Any]], specs: list[InputSpec],
+            probe_input: InputSpec | None, rerun_crashers: bool) -> dict[str, dict[str, Any]]:
+    """The distinct mutants of `rows` that `run_problem` has work for: a cell the store lacks,
+    or a crash on the probe still to quarantine. Only these are compiled and sent to a worker.
 
-    Such a problem is not compiled again: a run resumed on a fresh machine (an empty NVRTC cache)
-    compiled every problem it had finished before reaching the first unfinished one, and its
-    workers waited on that for 57% of their time.
+    A run at a wider share compiled, and sent with each task, every mutant its narrower runs had
+    finished (nine in ten of them at the last tenth); a resumed run, every problem it had finished
+    (its workers then waited on compiles for 57% of their time).
     """
-    done, checked = view["done"], view["checked"]
-    mutants = {m for m, r in rows.items() if r["status"] == "distinct"}
-    if probe_input is not None:
-        if not _complete(mutants, [probe_input], done, checked):
-            return False
-        mutants -= view["probe_crashes"]
-    if not rerun_crashers:
-        mutants -= view["crashed"]
-    return _complete(mutants, specs, done, checked)
+    done, left = view["done"], {}
+    for m, row in rows.items():
+        if row["status"] != "distinct":
+            continue  # quarantined on the probe: never run again
+        if probe_input is not None and ((m, probe_input.id) not in done or m in view["probe_crashes"]):
+            left[m] = row
+        elif (rerun_crashers or m not in view["crashed"]) and any((m, s.id) not in done for s in specs):
+            left[m] = row
+    return left
 
 
 def _stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
@@ -357,10 +362,11 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                               "crashed": set() if settled else _stopped_on(store, specs)}
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         hashes[problem.key] = sh
-        if _finished(views[problem.key], rows, specs, probe_input, rerun_crashers):
+        left = _to_run(views[problem.key], rows, specs, probe_input, rerun_crashers)
+        if not left and all(s.id in views[problem.key]["checked"] for s in specs + ([probe_input] if probe_input else [])):
             results.put((problem.key, {"kind": "problem", "verdict": "done"}))  # recorded as if run
-        else:
-            jobs.append((problem, substrate, sh, rows, specs))
+        else:  # only the mutants with work left are compiled and sent to a worker
+            jobs.append((problem, substrate, sh, left, specs))
     already = sum(len(v["done"]) for v in views.values())
     work: queue.Queue = queue.Queue()
     warm = "kbm_toolkit.evaluate:warm_up" if target == TARGET else None
@@ -475,6 +481,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                     on_progress(count, total)
             completed = True
         finally:
+            if not completed:
+                faulthandler.dump_traceback_later(STOP_DUMP_S)
             flush()
             summary.restarts = sum(w.restarts for w in workers)
             summary.waited_s = sum(w.waited_s for w in workers)
@@ -492,6 +500,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
             for t in closing:
                 t.join()
             pool.shutdown()
+            faulthandler.cancel_dump_traceback_later()
     store.finish_run(run_id, stats)
     return summary
 
@@ -548,7 +557,16 @@ def compile_pool(size: int) -> ProcessPoolExecutor:
     Compiling fills every spare core; a spare warming up after a crash (torch, a CUDA context)
     competed with it, and workers waited on spares for 16-30% of their time on one H200.
     """
-    return ProcessPoolExecutor(size, mp.get_context("spawn"), initializer=os.nice, initargs=(COMPILE_NICENESS,))
+    return ProcessPoolExecutor(size, mp.get_context("spawn"), initializer=_compile_process_init)
+
+
+def _compile_process_init() -> None:
+    """Lower the priority, and leave SIGINT to the parent, which ends the pool when a run stops.
+
+    `timeout -s INT` signals the whole process group: each compile process printed its own
+    KeyboardInterrupt traceback, or raised one inside the planner's thread."""
+    os.nice(COMPILE_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:

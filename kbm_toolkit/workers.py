@@ -133,15 +133,18 @@ class Worker:
         if chosen is not None:
             self._spares.remove(chosen)
             self.found_warm += chosen in ready
-        self._proc, self._conn = chosen or self._spawn()
+        proc, conn = self._proc, self._conn = chosen or self._spawn()
         while len(self._spares) < self.spares:
             self._spares.append(self._spawn())
         start = time.monotonic()
-        if not self._conn.poll(READY_TIMEOUT_S):
+        if not conn.poll(READY_TIMEOUT_S):
             raise EOFError("the worker did not finish starting")
-        _, ready, _ = self._conn.recv()  # `ready`; EOFError if it died starting
+        _, ready, _ = conn.recv()  # `ready`; EOFError if it died starting
+        if self._closed:  # closed by the stopping run while this child warmed up
+            proc.kill()
+            raise WorkerClosed
         self.waited_s += time.monotonic() - start
-        spawned = self._spawned.pop(self._proc.pid, ready["entered"])
+        spawned = self._spawned.pop(proc.pid, ready["entered"])
         self.warm_s.append(ready["at"] - spawned)
         self.warm_parts.append({"start": ready["entered"] - spawned, **ready["parts"]})
 

@@ -26,13 +26,21 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs" .kbm
 left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
+stop_at() {  # run a command for at most $1 s: SIGINT, and SIGKILL 20 s later (timeout -k); at 15 s, SIGUSR1,
+            # on which kbm prints every thread's stack: a stop that overruns its grace says where it hung
+    local limit=$1 shell=$BASHPID; shift  # this shell, a subshell when the step runs it in the background
+    ( sleep $(( limit + 15 )); for t in $(pgrep -P "$shell" -x timeout); do pkill -USR1 -P "$t"; done ) & local watch=$!
+    timeout -k 20 -s INT "$limit" "$@"; local rc=$?
+    kill "$watch" 2>/dev/null
+    return $rc
+}
 kb_store() {  # a fresh machine starts from the seed; carry it gzipped (KB_SEED.gz) once it outgrows the call's 64 MiB
     local seed=${KB_SEED:-.kbm/kb-seed.db}
     [ -f "$KB_STORE" ] && return
     if [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"; else cp "$seed" "$KB_STORE"; fi
 }
 gate() {
-    timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
+    stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
         gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
     echo "gate $* exit $?; $(grep -c ': passed' "$OUT"/logs/gate-*.txt | awk -F: '{s+=$2} END {print s}') passed so far"
 }
@@ -42,14 +50,14 @@ for step in "$@"; do
                    tail -1 "$OUT/logs/pytest-gpu.txt" ;;
         demo-pool) OUT="$OUT/logs" BUDGET=$(left) bash scripts/h200_demo_pool.sh; mv "$OUT/logs/demo-whole.db" "$OUT/" ;;
         regate-failed) failed=$(python3 -c "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('.kbm/gate.db').execute(\"select problem from substrates where gate_status != 'passed'\")))")
-                       timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
+                       stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
                            gate --timeout 150 $failed > "$OUT/logs/regate.txt" 2>&1; echo "regate $failed: exit $?" ;;
         bench) python3 bench/compile_throughput.py --mutants --level demo > "$OUT/logs/bench-mutants.txt" 2>&1
                python3 bench/compile_throughput.py --kernelbench third_party/KernelBench --repeat 1 \
                    > "$OUT/logs/bench-substrates.txt" 2>&1
                tail -n1 "$OUT/logs/bench-mutants.txt" "$OUT/logs/bench-substrates.txt" ;;
         demo-protocols)  # the shipped store's kill matrix: demo pool under every built-in protocol, and targets
-            kbm_demo() { timeout -k 20 -s INT "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db "$@"; }
+            kbm_demo() { stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/demo.db "$@"; }
             kbm_demo targets --level demo --emit .kbm/demo-targets > "$OUT/logs/demo-targets.txt" 2>&1
             echo "targets: exit $?"; cp .kbm/demo-targets/protocol.toml "$OUT/demo-targets.toml"
             for source in kernelbench kbv fuzz .kbm/demo-targets fuzz-shapes; do
@@ -70,7 +78,7 @@ for step in "$@"; do
             kb_store
             for share in ${SAMPLE:-0.1}; do
                 [ "$(left)" -gt 90 ] || break
-                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                     --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
                     --inputs kernelbench,kbv,fuzz --sample "$share" ${FIRST_KILL:+--first-kill} \
                     > "$OUT/logs/kb-run-$share.txt" 2>&1
@@ -82,11 +90,11 @@ for step in "$@"; do
         kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses
             kb_store
             # one protocol for every problem with a substrate, so `kbm audit --adapter .kbm/kb-targets` sees both levels
-            timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                 --kernelbench third_party/KernelBench targets --emit .kbm/kb-targets > "$OUT/logs/kb-targets.txt" 2>&1
             echo "targets: exit $?; $(tail -n1 "$OUT/logs/kb-targets.txt")"
             cp .kbm/kb-targets/protocol.toml "$OUT/kb-targets.toml" 2>/dev/null
-            timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                 --kernelbench third_party/KernelBench run --gpus "${GPUS:-1}" --workers "${WORKERS:-1}" \
                 --inputs .kbm/kb-targets --survivors-of kernelbench --witnessed --sample "${SAMPLE:-0.1}" \
                 > "$OUT/logs/kb-targets-run.txt" 2>&1
@@ -95,14 +103,14 @@ for step in "$@"; do
             cp .kbm/gate.db /tmp/mutate-timed.db
             for level in level1 level2; do
                 began=$(date +%s)
-                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store /tmp/mutate-timed.db \
+                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store /tmp/mutate-timed.db \
                     --kernelbench third_party/KernelBench mutate --level $level > "$OUT/logs/kb-mutate-$level.txt" 2>&1
                 echo "mutate $level: exit $? in $(( $(date +%s) - began )) s; $(tail -n1 "$OUT/logs/kb-mutate-$level.txt")"
             done ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)
             kb_store
             for level in level1 level2; do
-                timeout -k 20 -s INT "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
+                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
                     --kernelbench third_party/KernelBench refcheck -a kernelbench --level $level \
                     > "$OUT/logs/kb-refcheck-$level.txt" 2>&1
                 echo "refcheck $level: exit $?; $(tail -n1 "$OUT/logs/kb-refcheck-$level.txt")"
@@ -110,7 +118,7 @@ for step in "$@"; do
         workers-ab)  # the same sampled problems with 1 and with $WORKERS workers, one GPU each, side by side
             for w in 1 "${WORKERS:-3}"; do
                 cp "${KB_SEED:-.kbm/kb-seed.db}" "/tmp/ab-$w.db"
-                CUDA_VISIBLE_DEVICES=$(( w == 1 ? 0 : 1 )) timeout -k 20 -s INT "${AB_S:-100}" python3 -m kbm_toolkit \
+                CUDA_VISIBLE_DEVICES=$(( w == 1 ? 0 : 1 )) stop_at "${AB_S:-100}" python3 -m kbm_toolkit \
                     --store "/tmp/ab-$w.db" --kernelbench third_party/KernelBench run --workers "$w" \
                     --inputs kernelbench,kbv,fuzz --sample "${SAMPLE:-0.1}" > "$OUT/logs/ab-$w.txt" 2>&1 &
             done

@@ -140,3 +140,22 @@ def test_an_interrupted_run_says_what_it_stored_and_exits_130(runner: CliRunner,
     result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kernelbench", "demo/1"])
     assert result.exit_code == ExitCode.INTERRUPTED == 130
     assert "Stopped: run 1 stored 3 cells; the same command resumes from them." in result.output
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # a command stuck in a wait, as a run that will not stop was on the H200
+    code = ("import sys, time, kbm_toolkit.cli as c\n"
+            "def stuck(**_):\n    print('up', flush=True)\n    time.sleep(3)\n    print('went on', flush=True)\n"
+            "c.cli = stuck\nc.main()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "up\n"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGUSR1)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and out == "went on\n"
+    assert "most recent call first" in err and "in stuck" in err, err

@@ -170,17 +170,19 @@ def test_a_burst_of_interrupts_stops_a_run_once_and_cleanly(tmp_path: Path) -> N
     _, ids = seeded_store(tmp_path / "s.db")
     runner = RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "s.db"))
     env = {**os.environ, "KBM_FAKE": "{}", "KBM_FAKE_DELAY": "0.05", "PYTHONPATH": str(REPO / "tests")}
-    proc = subprocess.Popen([sys.executable, "-c", runner], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", runner], env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     deadline = time.monotonic() + 120
     while Store(tmp_path / "s.db").db["cells"].count < 5 and time.monotonic() < deadline:
         time.sleep(0.2)
-    for _ in range(5):  # Ctrl-C pressed again and again, or with `timeout -s INT`, to the parent alone,
-        proc.send_signal(signal.SIGINT)  # all before the run reaches its next check (a cell takes 50 ms)
+    for _ in range(5):  # Ctrl-C pressed again and again, or `timeout -s INT`: to the whole process group
+        os.killpg(proc.pid, signal.SIGINT)  # (workers, spares, compile pool), all before the run's next check
         time.sleep(0.001)
     sent = time.monotonic()
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr  # a KeyboardInterrupt out of the run, from where it checks
-    assert "Traceback" not in stderr and time.monotonic() - sent < 20
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr  # no child's either
+    assert time.monotonic() - sent < 20
     store = Store(tmp_path / "s.db")
     run = store.db["runs"].get(1)
     assert run["stopped"] and run["finished"] is None  # the clean-up ran to its end, not cut short
@@ -189,21 +191,49 @@ def test_a_burst_of_interrupts_stops_a_run_once_and_cleanly(tmp_path: Path) -> N
     assert Store(tmp_path / "s.db").db["cells"].count == len(ids) * 4  # and the same call resumes it
 
 
-def test_a_resumed_run_compiles_no_problem_it_has_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_that_overruns_prints_where_each_thread_is(tmp_path: Path) -> None:
+    seeded_store(tmp_path / "s.db")
+    runner = RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "s.db")).replace("store = Store(", """
+import time
+import kbm_toolkit.evaluation_run as er
+from kbm_toolkit.workers import Worker
+er.STOP_DUMP_S = 0.5
+real_close = Worker.close
+def slow_close(self, *a):  # a clean-up that takes longer than it should
+    time.sleep(2)
+    real_close(self, *a)
+Worker.close = slow_close
+store = Store(""")
+    env = {**os.environ, "KBM_FAKE": "{}", "KBM_FAKE_DELAY": "0.05", "PYTHONPATH": str(REPO / "tests")}
+    proc = subprocess.Popen([sys.executable, "-c", runner], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while Store(tmp_path / "s.db").db["cells"].count < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr  # it still stops, and says where it spent the time
+    assert "Timeout (0:00:00.500000)!" in stderr and "in slow_close" in stderr, stderr
+
+
+def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.mutate import in_sample
     from kbm_toolkit.protocols import Protocol
 
     a = Protocol("a", "", 1e-2, ({"trials": 3},))
     problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
     store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
+    distinct = {r["id"] for p in problems for r in store.mutants(p.key, status="distinct")}
     monkeypatch.setenv("KBM_FAKE", "{}")
     monkeypatch.syspath_prepend(str(REPO / "tests"))
-    compiled: list[str] = []  # the problems sent to the compile pool
+    compiled: dict[str, set[str]] = {}  # problem -> the mutants sent to the compile pool
     real_pool = evaluation_run.compile_pool
 
     def counting_pool(size: int) -> Any:
         pool = real_pool(size)
         submit = pool.submit
-        pool.submit = lambda fn, problem, *rest: compiled.append(problem.key) or submit(fn, problem, *rest)
+        pool.submit = lambda fn, problem, s, h, rows, *rest: (compiled.__setitem__(problem.key, set(rows))
+                                                              or submit(fn, problem, s, h, rows, *rest))
         return pool
 
     monkeypatch.setattr(evaluation_run, "compile_pool", counting_pool)
@@ -213,15 +243,19 @@ def test_a_resumed_run_compiles_no_problem_it_has_finished(tmp_path: Path, monke
         return run_evaluation(store, problems, a.specs, "a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
                               deadline=fast_deadline, sample=share, first_kill=first_kill)
 
-    for share, first_kill in ((0.5, None), (None, [a])):
+    half = {m for m in distinct if in_sample(m, 0.5)}
+    assert 0 < len(half) < len(distinct)
+    for share, first_kill, added in ((0.5, None, half), (None, [a], distinct - half)):
         run(share, first_kill)
-        assert sorted(compiled) == [p.key for p in problems]
+        assert set(compiled) == {p.key for p in problems} and set().union(*compiled.values()) == added
         cells_before, shares = store.db["cells"].count, (store.samples(), store.full_rows())
-        again = run(share, first_kill)
-        assert compiled == [] and again.problems == {p.key: "done" for p in problems}  # each still reported done
+        again = run(share, first_kill)  # resumed with nothing left: nothing compiled, each still reported done
+        assert compiled == {} and again.problems == {p.key: "done" for p in problems}
         assert store.db["cells"].count == cells_before and (store.samples(), store.full_rows()) == shares
-    run(None)  # full rows for the mutants first kill skipped: work again
-    assert sorted(compiled) == [p.key for p in problems] and store.full_rows() == {}
+    skipped = {m for m in distinct - half if store.db.execute("select count(*) from cells where mutant = ?",
+                                                                [m]).fetchone()[0] < 4}  # three inputs, the probe
+    run(None)  # full rows for the mutants first kill skipped, and only for those
+    assert skipped and set().union(*compiled.values()) == skipped and store.full_rows() == {}
 
 
 def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -82,6 +82,17 @@ def test_guard_rejects_torch_compute(tmp_path: Path, body: str) -> None:
         dry_run(problem, substrate)
 
 
+def test_the_guard_leaves_torch_dynamo_unimported() -> None:
+    import subprocess
+    import sys
+
+    # a worker's first guarded launch imported torch._dynamo: 4-5 s of each start on the H200 host
+    code = ("import sys, torch\nfrom kbm_toolkit.launch_guard import guard\n"
+            "with guard('here'):\n    torch.zeros(4).view(2, 2)\nprint('torch._dynamo' in sys.modules)\n")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
 def test_guard_allows_allocation_views_and_launches(tmp_path: Path) -> None:
     problem, substrate = _fake_substrate(tmp_path, (
         "def launch(k, model, x):\n"

@@ -35,6 +35,12 @@ def nap() -> dict[str, float]:
     return {"nap": 0.3}
 
 
+def long_nap() -> dict[str, float]:
+    """A warm-up long enough for a run to stop in the middle of it."""
+    time.sleep(1.5)
+    return {"nap": 1.5}
+
+
 def test_results_come_back_from_one_long_lived_worker() -> None:
     with Worker(TARGET) as worker:
         a = worker.run({"do": "echo", "value": 1}, timeout=60)
@@ -166,4 +172,26 @@ def test_a_closed_worker_starts_no_child_and_says_so() -> None:
     # a thread still driving tasks when the run stops must not leave orphans behind
     with pytest.raises(WorkerClosed):
         worker.run({"do": "echo", "value": 1}, timeout=60)
+    assert not mp.active_children()
+
+
+def test_a_worker_closed_while_its_child_warms_up_says_closed() -> None:
+    import threading
+
+    worker = Worker(TARGET, warm="test_workers:long_nap")
+    raised: list[BaseException] = []
+
+    def drive() -> None:  # as a run's thread does, asking for a child that is still warming
+        try:
+            worker.run({"do": "echo", "value": 1}, timeout=60)
+        except BaseException as e:  # noqa: BLE001 - the test looks at what came out
+            raised.append(e)
+
+    thread = threading.Thread(target=drive)
+    thread.start()
+    time.sleep(0.5)
+    worker.close()
+    thread.join(timeout=30)
+    assert [type(e) for e in raised] == [WorkerClosed]  # not an AttributeError from the closed worker's state
+    time.sleep(0.2)
     assert not mp.active_children()
