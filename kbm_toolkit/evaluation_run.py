@@ -363,7 +363,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         hashes[problem.key] = sh
         left = _to_run(views[problem.key], rows, specs, probe_input, rerun_crashers)
-        if not left and all(s.id in views[problem.key]["checked"] for s in specs + ([probe_input] if probe_input else [])):
+        inputs = specs + ([probe_input] if probe_input else [])
+        if not left and all(s.id in views[problem.key]["checked"] for s in inputs):
             results.put((problem.key, {"kind": "problem", "verdict": "done"}))  # recorded as if run
         else:  # only the mutants with work left are compiled and sent to a worker
             jobs.append((problem, substrate, sh, left, specs))

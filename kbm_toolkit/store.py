@@ -299,9 +299,10 @@ class Store:
     def sample_summary(self, at_most: float | None = None) -> dict[str, Any] | None:
         """How much of the pool a sampled store evaluates, or is scored on when capped `at_most` a
         share (None when every problem is evaluated in full)."""
-        shares = self.samples()
-        if at_most is not None and at_most < 1.0:
-            shares = {k: min(f, at_most) for k, f in self._evaluated_share().items()}
+        if not self.samples() and (at_most is None or at_most >= 1.0):
+            return None
+        # every evaluated problem, those a wider run took to the whole pool (share 1.0) too
+        shares = {k: min(f, 1.0 if at_most is None else at_most) for k, f in self._evaluated_share().items()}
         if not shares:
             return None
         from kbm_toolkit.mutate import in_sample

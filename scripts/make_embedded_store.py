@@ -1,6 +1,6 @@
 """Make a store that ships in the package from stores our pipeline filled on a GPU.
 
-    python scripts/make_embedded_store.py .kbm/kb.db --compact --share 0.7   # kbm_toolkit/data/kernelbench.db.xz
+    python scripts/make_embedded_store.py .kbm/kb.db --compact --share 0.9   # kbm_toolkit/data/kernelbench.db.xz
     python scripts/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
 
 Copies the first store, merges the others into the copy (`kbm merge`), checks it holds at least
@@ -49,9 +49,12 @@ def compact(store: Store) -> int:
 
 def cap_share(store: Store, share: float) -> int:
     """Narrow each problem's evaluated share (and its full-row share) to at most `share`; return how many."""
+    # a problem evaluated on the whole pool has no share stored (null), as has one never evaluated
+    whole = "sample is null and exists (select 1 from mutants m join cells c on c.mutant = m.id where m.problem = key)"
     with store.db.conn:
         store.db.execute("update problems set full_rows = ? where full_rows > ?", [share, share])
-        return store.db.execute("update problems set sample = ? where sample > ?", [share, share]).rowcount
+        capped = store.db.execute(f"update problems set sample = ? where sample > ? or ({whole})", [share, share])
+        return capped.rowcount
 
 
 def main(sources: list[Path], packed: Path, compacted: bool = False, share: float | None = None) -> None:

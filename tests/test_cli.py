@@ -120,6 +120,12 @@ def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner,
     text = " ".join(result.output.split())
     assert f"a 50–75% sample of each problem's ({len(keys) - 1} problems at 50%, 1 problem at 75%" in text
     assert "--sample 0.5 scores all alike" in text
+    store = Store(path)
+    with store.db.conn:  # the run to 100% finished its first problem: a whole pool's share is stored as null
+        store.db.execute("update problems set sample = null where key = ?", [keys[0]])
+    summary = store.sample_summary()
+    assert summary["problems_at"] == [[0.5, len(keys) - 1], [1.0, 1]] and summary["problems"] == len(keys)
+    assert summary["mutants"] < summary["distinct"] == len(list(store.mutants(status="distinct")))
 
 
 def test_an_interrupted_run_says_what_it_stored_and_exits_130(runner: CliRunner, tmp_path: Path,

@@ -47,7 +47,7 @@ def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
                                    "on m.id = c.mutant join problems p on p.key = m.problem group by 1").fetchall())
     assert set(levels) == {"level1", "level2"} and sum(levels.values()) > 2000
     sample = store.sample_summary()  # the first 10% with full rows, the rest --first-kill; every problem alike
-    assert sample["share"] == sample["least"] == pytest.approx(0.7) and len(sample["problems_at"]) == 1
+    assert sample["share"] == sample["least"] == pytest.approx(0.9) and len(sample["problems_at"]) == 1
     assert store.full_rows() and all(f == pytest.approx(0.1) for f in store.full_rows().values())
 
 

@@ -112,4 +112,6 @@ async def _summary_mentions_the_sample(store_path: Path) -> None:
     app = KbmApp(store_path, PROTOCOLS)
     async with app.run_test(size=(160, 40)) as pilot:
         await _settle(pilot)
-        assert "Mutants: a 50% sample" in str(app.screen.query_one("#summary").render())
+        # the other problem was evaluated in full: the summary names both shares
+        assert "Mutants: a 50–100% sample of each problem's (1 problem at 50%, 1 problem at 100%" in str(
+            app.screen.query_one("#summary").render())
