@@ -27,8 +27,7 @@ def warm_up() -> dict[str, float]:
 
     The first matmul or convolution creates library handles, and the launch guard's first use
     sets up torch's dispatch modes: doing both here keeps them off the path of a spare that takes
-    over after a crash. (The guard's first use cost 4-5 s on the H200 host while it imported
-    torch._dynamo; `launch_guard` now opts out.)
+    over after a crash.
     """
     parts: dict[str, float] = {}
     last = time.perf_counter()

@@ -49,12 +49,12 @@ def compact(store: Store) -> int:
 
 def cap_share(store: Store, share: float) -> int:
     """Narrow each problem's evaluated share (and its full-row share) to at most `share`; return how many."""
-    # a problem evaluated on the whole pool has no share stored (null), as has one never evaluated
-    whole = "sample is null and exists (select 1 from mutants m join cells c on c.mutant = m.id where m.problem = key)"
+    # a null share is the whole pool for an evaluated problem, and nothing for one never evaluated
+    evaluated = sorted(store.evaluated_problems())
     with store.db.conn:
         store.db.execute("update problems set full_rows = ? where full_rows > ?", [share, share])
-        capped = store.db.execute(f"update problems set sample = ? where sample > ? or ({whole})", [share, share])
-        return capped.rowcount
+        return store.db.execute(f"update problems set sample = ? where key in ({', '.join('?' * len(evaluated))}) "
+                                "and (sample is null or sample > ?)", [share, *evaluated, share]).rowcount
 
 
 def main(sources: list[Path], packed: Path, compacted: bool = False, share: float | None = None) -> None:
