@@ -9,6 +9,15 @@ machine size. The pool's build is summed from runs spread over sessions; this is
 A run's wall time goes from `started` to `finished` or, for an interrupted one, `stopped`; runs
 killed outright recorded neither and are listed without one. A run that spans two tenths (it
 finished one and began the next) has its time split between them by cells.
+
+`--one-gpu` adds what the whole matrix takes on one GPU: each tenth's one-GPU seconds as
+measured, and its cells that ran elsewhere (on more GPUs, or in a run with no end) at that
+tenth's one-GPU rate, or the pooled one-GPU rate when the tenth has too few one-GPU cells.
+`--rates-from STORE:RUNS` takes tenths' rates from another store's runs: a copy re-timing on one
+GPU the tenths first run on two (`bench/strip_runs.py` makes it).
+
+    python bench/pool_wall_clock.py --store .kbm/kb.db --runs 3-7,12,16,18-43 --one-gpu \
+        --rates-from .kbm/kb-rerun.db:44
 """
 
 from __future__ import annotations
@@ -73,10 +82,49 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "unknown": [r["run"] for r in runs if r["wall_s"] is None]}
 
 
+MIN_RATE_CELLS = 1000  # fewer one-GPU cells than this in a tenth (a two-problem test run) set no rate of its own
+
+
+def tenth_rates(runs: list[dict[str, Any]], gpus: int = 1) -> dict[float, tuple[int, float]]:
+    """Tenth -> (cells, seconds) its runs on `gpus` GPUs with an end spent on it, time split by cells."""
+    rates: dict[float, list[float]] = defaultdict(lambda: [0, 0.0])
+    for r in runs:
+        if r["gpus"] == gpus and r["wall_s"] is not None:
+            for t, n in r["tenths"].items():
+                rates[t][0] += n
+                rates[t][1] += r["wall_s"] * n / r["cells"]
+    return {t: (int(n), s) for t, (n, s) in sorted(rates.items())}
+
+
+def one_gpu_projection(runs: list[dict[str, Any]], rates_from: list[dict[str, Any]] | None = None
+                       ) -> dict[float, dict[str, float]]:
+    """Per tenth: its cells, one-GPU seconds measured, and seconds projected for the rest at a one-GPU rate."""
+    measured = tenth_rates(runs)
+    own = {t: (n, s) for t, (n, s) in measured.items() if n >= MIN_RATE_CELLS}
+    pooled = sum(n for n, _ in own.values()) / sum(s for _, s in own.values()) if own else None
+    rates = {t: n / s for t, (n, s) in own.items()}
+    if rates_from:  # a re-timing elsewhere; it prices its own tenths only
+        rates.update({t: n / s for t, (n, s) in tenth_rates(rates_from).items() if n >= MIN_RATE_CELLS})
+    cells: Counter = Counter()
+    for r in runs:
+        cells.update(r["tenths"])
+    out = {}
+    for t in sorted(cells):
+        done, seconds = measured.get(t, (0, 0.0))
+        rate = rates.get(t, pooled)
+        if rate is None:
+            raise SystemExit("no one-GPU run with an end time to take a rate from")
+        out[t] = {"cells": cells[t], "measured_s": seconds, "projected_s": (cells[t] - done) / rate, "rate": rate,
+                  "own_rate": t in rates}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--runs", type=run_ids, help="only these runs, e.g. 3-7,17-32 (default: every evaluate run)")
+    ap.add_argument("--one-gpu", action="store_true", help="also project the whole matrix on one GPU")
+    ap.add_argument("--rates-from", metavar="STORE:RUNS", help="one-GPU rates per tenth from another store's runs")
     ap.add_argument("--json", type=Path, help="also write the runs and totals here")
     args = ap.parse_args()
     from kbm_toolkit.store import Store
@@ -100,6 +148,22 @@ def main() -> None:
     if result["unknown"]:
         print(f"runs {', '.join(map(str, result['unknown']))} were killed outright and recorded no end: "
               "their time is not in the sums")
+    if args.one_gpu or args.rates_from:
+        other = None
+        if args.rates_from:
+            path, _, ids = args.rates_from.rpartition(":")
+            if not path or not Path(path).is_file():
+                sys.exit(f"--rates-from {args.rates_from}: expected STORE:RUNS with an existing store")
+            other = pool_runs(Store(Path(path), readonly=True), run_ids(ids))
+        result["one_gpu"] = projection = one_gpu_projection(runs, other)
+        for t, p in projection.items():
+            print(f"  {t - 0.1:.1f}–{t:.1f}: {p['cells']:>6,} cells, {p['measured_s']:6,.0f} s measured on one GPU "
+                  f"+ {p['projected_s']:6,.0f} s projected at {p['rate']:.1f} cells/s"
+                  + ("" if p["own_rate"] else " (pooled)"))
+        measured = sum(p["measured_s"] for p in projection.values())
+        projected = sum(p["projected_s"] for p in projection.values())
+        print(f"the whole matrix on one GPU: {measured + projected:,.0f} s "
+              f"({measured:,.0f} s measured, {projected:,.0f} s projected)")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, **result}, indent=1))
 

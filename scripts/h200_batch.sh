@@ -15,7 +15,7 @@
 #                                           of both levels into a scratch store holding .kbm/gate.db's verdicts)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
 #                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
-# Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.gz); a gate step stops itself before the call's limit
+# Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
 OUT=${OUT:-/tmp/kbm-out}
@@ -34,10 +34,11 @@ stop_at() {  # run a command for at most $1 s: SIGINT, and SIGKILL 20 s later (t
     kill "$watch" 2>/dev/null
     return $rc
 }
-kb_store() {  # a fresh machine starts from the seed; carry it gzipped (KB_SEED.gz) once it outgrows the call's 64 MiB
+kb_store() {  # a fresh machine starts from the seed; carry it packed (KB_SEED.xz or .gz) once it outgrows the call's 64 MiB
     local seed=${KB_SEED:-.kbm/kb-seed.db}
     [ -f "$KB_STORE" ] && return
-    if [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"; else cp "$seed" "$KB_STORE"; fi
+    if [ -f "$seed.xz" ]; then xz -dc "$seed.xz" > "$KB_STORE"
+    elif [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"; else cp "$seed" "$KB_STORE"; fi
 }
 gate() {
     stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
@@ -157,7 +158,8 @@ done
 python3 -c "import sqlite3; sqlite3.connect('.kbm/gate.db').execute('pragma wal_checkpoint(TRUNCATE)')" 2>/dev/null
 if [ -f "$KB_STORE" ]; then  # whichever kb step wrote it (pool, targets, refcheck, workers-ab): it comes back
     python3 -c "import sqlite3; sqlite3.connect('$KB_STORE').execute('pragma wal_checkpoint(TRUNCATE)')"
-    gzip -1 -c "$KB_STORE" > "$OUT/kb.db.gz"
+    # xz: the whole pool's store gzipped (17 MB) outgrew the 16 MiB a returned file may hold; xz packs it to 9 MB
+    xz -T0 -6 -c "$KB_STORE" > "$OUT/kb.db.xz"
 fi
 cp .kbm/gate.db "$OUT/" 2>/dev/null
 tar -czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"

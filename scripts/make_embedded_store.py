@@ -1,6 +1,6 @@
 """Make a store that ships in the package from stores our pipeline filled on a GPU.
 
-    python scripts/make_embedded_store.py .kbm/kb.db --compact --share 0.9   # kbm_toolkit/data/kernelbench.db.xz
+    python scripts/make_embedded_store.py .kbm/kb.db --compact   # kbm_toolkit/data/kernelbench.db.xz
     python scripts/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
 
 Copies the first store, merges the others into the copy (`kbm merge`), checks it holds at least

@@ -43,3 +43,19 @@ def test_every_cell_of_a_stores_runs_is_placed_in_a_tenth() -> None:
     cells = store.db.execute("select count(*) from cells where run in (select id from runs where kind = 'evaluate')")
     assert runs and sum(r["cells"] for r in runs) == cells.fetchone()[0]
     assert all(sum(r["tenths"].values()) == r["cells"] for r in runs)
+
+
+def test_the_one_gpu_projection_keeps_measured_time_and_prices_the_rest_at_one_gpu_rates() -> None:
+    bench = _bench()
+    runs = [{"run": 1, "gpus": 2, "wall_s": 50.0, "cells": 3000, "tenths": {0.1: 1000, 0.3: 2000}},
+            {"run": 2, "gpus": 1, "wall_s": 100.0, "cells": 1000, "tenths": {0.2: 1000}},
+            {"run": 3, "gpus": 1, "wall_s": None, "cells": 500, "tenths": {0.2: 500}},  # killed: no end
+            {"run": 4, "gpus": 1, "wall_s": 30.0, "cells": 3, "tenths": {0.1: 3}}]  # too few cells for a rate
+    retimed = [{"run": 9, "gpus": 1, "wall_s": 400.0, "cells": 2000, "tenths": {0.1: 2000}}]
+    p = bench.one_gpu_projection(runs, retimed)
+    assert p[0.1] == {"cells": 1003, "measured_s": 30.0, "projected_s": 200.0, "rate": 5.0, "own_rate": True}
+    assert p[0.2]["measured_s"] == 100.0 and p[0.2]["projected_s"] == 50.0  # the killed run's cells at 10/s
+    assert p[0.3]["projected_s"] == 200.0 and not p[0.3]["own_rate"]  # pooled over tenths measured on one GPU
+    assert bench.one_gpu_projection(runs)[0.1]["rate"] == 10.0  # without the re-timing: the pooled rate
+    with pytest.raises(SystemExit, match="no one-GPU run"):
+        bench.one_gpu_projection([runs[0]])
