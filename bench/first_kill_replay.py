@@ -11,7 +11,7 @@ exits 1 if any audit figure differs.
 from __future__ import annotations
 
 import argparse
-import shutil
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -62,7 +62,10 @@ def main() -> None:
     protocols = [load_protocol(p) for p in args.inputs.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "replay.db"
-        shutil.copy(args.store, copy)
+        src, dst = sqlite3.connect(f"file:{args.store}?mode=ro", uri=True), sqlite3.connect(copy)
+        src.backup(dst)  # not a file copy: a WAL store's latest writes may still sit in its -wal file
+        src.close()
+        dst.close()
         replay = Store(copy)
         skipped, total = skipped_cells(replay, protocols, args.inputs, args.sample)
         with replay.db.conn:

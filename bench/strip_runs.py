@@ -14,7 +14,6 @@ as 0% evaluated with no full rows, as a problem is before its first run. The sou
 from __future__ import annotations
 
 import argparse
-import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -53,12 +52,12 @@ def main() -> None:
     runs = sorted(run_ids(args.runs))
     src = sqlite3.connect(f"file:{args.store}?mode=ro", uri=True)
     kinds = dict(src.execute(f"select id, kind from runs where id in ({', '.join('?' * len(runs))})", runs).fetchall())
-    src.close()
     wrong = [f"{r} ({kinds[r]})" if r in kinds else f"{r} (absent)" for r in runs if kinds.get(r) != "evaluate"]
     if wrong:
         ap.error(f"not evaluate runs of {args.store}: {', '.join(wrong)}")
-    shutil.copyfile(args.store, args.out)
     db = sqlite3.connect(args.out)
+    src.backup(db)  # not a file copy: a WAL store's latest writes may still sit in its -wal file
+    src.close()
     counts = strip_runs(db, runs)
     db.execute("vacuum")
     db.close()

@@ -29,10 +29,12 @@ def counts(path: Path) -> tuple[int, int, int]:
 def test_a_runs_cells_checks_and_quarantines_leave_the_copy_and_its_problems_start_again(tmp_path: Path) -> None:
     source = tmp_path / "demo.db"  # run 2 is its first evaluate run
     shutil.copyfile(shipped_store_path("demo"), source)
-    with sqlite3.connect(source) as db:  # the demo store keeps no probe cells: one quarantine of run 2's, by hand
-        mutant, problem = db.execute("select id, problem from mutants where status = 'crash_probe'").fetchone()
-        db.execute("insert into inputs (id, problem, label) values ('p1', ?, 'probe')", [problem])
-        db.execute("insert into cells (mutant, input, outcome, run) values (?, 'p1', 'crash', 2)", [mutant])
+    writer = sqlite3.connect(source)  # the demo store keeps no probe cells: one quarantine of run 2's, by hand
+    writer.execute("pragma journal_mode = wal")  # and left open, so the write stays in the -wal file, as in a live store
+    mutant, problem = writer.execute("select id, problem from mutants where status = 'crash_probe'").fetchone()
+    writer.execute("insert into inputs (id, problem, label) values ('p1', ?, 'probe')", [problem])
+    writer.execute("insert into cells (mutant, input, outcome, run) values (?, 'p1', 'crash', 2)", [mutant])
+    writer.commit()
     before = counts(source)
     out = tmp_path / "rerun.db"
     result = strip(str(source), "--runs", "2", "--out", str(out))
@@ -46,6 +48,7 @@ def test_a_runs_cells_checks_and_quarantines_leave_the_copy_and_its_problems_sta
     store = Store(out, readonly=True)
     summary = store.sample_summary()
     assert summary is not None and summary["share"] == 0.0  # every problem run 2 touched, as before its first run
+    writer.close()
 
 
 def test_a_run_that_is_no_evaluation_or_an_existing_copy_is_one_line(tmp_path: Path) -> None:
