@@ -74,7 +74,8 @@ def main() -> None:
         print("protocol: (witnessed, detected, inputs points, tolerance points, missing cells) full -> first-kill")
         denominator, same = all_protocols(), True
         for p in protocols:
-            full, first = (summary(audit_store(Store(path), p, denominator, vs=protocols[0], sample=args.sample))
+            full, first = (summary(audit_store(Store(path, readonly=True), p, denominator, vs=protocols[0],
+                                                   sample=args.sample))
                            for path in (args.store, copy))
             same &= full == first
             print(f"  {p.name}: {full} -> {first}")

@@ -25,3 +25,14 @@ def test_replaying_first_kill_on_a_live_wal_store_keeps_every_audit(tmp_path: Pa
     live.close()
     assert result.returncode == 0, result.stderr
     assert "first-kill keeps" in result.stdout and "every audit is the same" in result.stdout
+
+
+def test_the_replay_leaves_the_store_it_reads_as_it_was(tmp_path: Path) -> None:
+    source = tmp_path / "demo.db"
+    shutil.copyfile(shipped_store_path("demo"), source)
+    sqlite3.connect(source).execute("pragma journal_mode = delete").close()  # as kbm unpacks a shipped store
+    before = source.read_bytes()
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "first_kill_replay.py"), "--store", str(source)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert source.read_bytes() == before  # opened read-only: not migrated, not switched to WAL
