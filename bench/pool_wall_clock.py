@@ -70,21 +70,6 @@ def pool_runs(store: Any, only: set[int] | None = None) -> list[dict[str, Any]]:
     return runs
 
 
-def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Wall seconds per (GPUs, tenth), a run's time split by its cells; and the runs with no end time."""
-    per: dict[int, dict[float, float]] = defaultdict(lambda: defaultdict(float))
-    for r in runs:
-        if r["wall_s"] is None:
-            continue
-        for t, n in r["tenths"].items():
-            per[r["gpus"]][t] += r["wall_s"] * n / r["cells"]
-    return {"seconds": {g: dict(sorted(v.items())) for g, v in sorted(per.items())},
-            "unknown": [r["run"] for r in runs if r["wall_s"] is None]}
-
-
-MIN_RATE_CELLS = 1000  # fewer one-GPU cells than this in a tenth (a two-problem test run) set no rate of its own
-
-
 def tenth_rates(runs: list[dict[str, Any]], gpus: int = 1) -> dict[float, tuple[int, float]]:
     """Tenth -> (cells, seconds) its runs on `gpus` GPUs with an end spent on it, time split by cells."""
     rates: dict[float, list[float]] = defaultdict(lambda: [0, 0.0])
@@ -94,6 +79,16 @@ def tenth_rates(runs: list[dict[str, Any]], gpus: int = 1) -> dict[float, tuple[
                 rates[t][0] += n
                 rates[t][1] += r["wall_s"] * n / r["cells"]
     return {t: (int(n), s) for t, (n, s) in sorted(rates.items())}
+
+
+def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Wall seconds per (GPUs, tenth), a run's time split by its cells; and the runs with no end time."""
+    sizes = sorted({r["gpus"] for r in runs if r["wall_s"] is not None})
+    return {"seconds": {g: {t: s for t, (_, s) in tenth_rates(runs, g).items()} for g in sizes},
+            "unknown": [r["run"] for r in runs if r["wall_s"] is None]}
+
+
+MIN_RATE_CELLS = 1000  # fewer one-GPU cells than this in a tenth (a two-problem test run) set no rate of its own
 
 
 def one_gpu_projection(runs: list[dict[str, Any]], rates_from: list[dict[str, Any]] | None = None

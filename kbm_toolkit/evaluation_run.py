@@ -341,7 +341,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                 store.widen_sample(problem.key, sample, full_rows=not first_kill)
                 summary.problems[problem.key] = "done"
                 continue
-        store.record_inputs(specs + ([probe_input] if probe_input else []), source)
+        inputs = specs + ([probe_input] if probe_input else [])
+        store.record_inputs(inputs, source)
         stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
         done = set(stored)
         checks = store.checked_inputs(problem.key, sh)
@@ -363,7 +364,6 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
         hashes[problem.key] = sh
         left = _to_run(views[problem.key], rows, specs, probe_input, rerun_crashers)
-        inputs = specs + ([probe_input] if probe_input else [])
         if not left and all(s.id in views[problem.key]["checked"] for s in inputs):
             results.put((problem.key, {"kind": "problem", "verdict": "done"}))  # recorded as if run
         else:  # only the mutants with work left are compiled and sent to a worker
