@@ -17,7 +17,7 @@ tenth's one-GPU rate, or the pooled one-GPU rate when the tenth has too few one-
 GPU the tenths first run on two (`bench/strip_runs.py` makes it).
 
     python bench/pool_wall_clock.py --store .kbm/kb.db --runs 3-7,12,16,18-43 --one-gpu \
-        --rates-from .kbm/kb-rerun.db:44
+        --rates-from .kbm/kb-rerun.db:44-47
 """
 
 from __future__ import annotations
