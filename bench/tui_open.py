@@ -2,10 +2,12 @@
 
     python bench/tui_open.py                      # the shipped store and a synthetic 20,000 x 10 one
     python bench/tui_open.py --mutants 20000 --inputs 10 --problems 200
+    python bench/tui_open.py --first-kill          # killed mutants keep only their first killing cell
 
 The synthetic store has real structure (problems, mutants in every family, input checks and
 cells, a quarter of the mutants killed) but no GPU data; the app runs headless (Textual's
-run_test) at 120 x 40.
+run_test) at 120 x 40. With `--first-kill` it is shaped like the KernelBench pool, which `kbm run
+--first-kill` filled: every input but the first has gaps, which the scorer must account for.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kbm_toolkit.store import Store
 from kbm_toolkit.tui.app import KbmApp
 
 
-def synthetic(path: Path, mutants: int, inputs: int, problems: int) -> Path:
+def synthetic(path: Path, mutants: int, inputs: int, problems: int, first_kill: bool = False) -> Path:
     """A store shaped like a measured pool: official-trial inputs (shared by the protocols)."""
     rng = random.Random(0)
     store = Store(path)
@@ -48,8 +50,9 @@ def synthetic(path: Path, mutants: int, inputs: int, problems: int) -> Path:
                 rows.append({"id": mid, "problem": key, "substrate_hash": "h", "rule": "r", "status": "distinct",
                              "family": FAMILIES[m % len(FAMILIES)], "name": f"{key} kernel.cu:1:1 r: replace 'a' with 'b'"})
                 killed = rng.random() < 0.25
-                cells += [{"mutant": mid, "input": s.id, "outcome": "pass", "run": run,
-                           "margin": 0.5 if killed and i == 0 else 1e-7} for i, s in enumerate(specs)]
+                row = [{"mutant": mid, "input": s.id, "outcome": "pass", "run": run,
+                        "margin": 0.5 if killed and i == 0 else 1e-7} for i, s in enumerate(specs)]
+                cells += row[:1] if killed and first_kill else row
             store.db["mutants"].insert_all(rows)
             store.db["cells"].insert_all(cells)
     store.close()
@@ -73,16 +76,18 @@ def main() -> None:
     parser.add_argument("--mutants", type=int, default=20000)
     parser.add_argument("--inputs", type=int, default=10)
     parser.add_argument("--problems", type=int, default=200)
+    parser.add_argument("--first-kill", action="store_true", help="killed mutants have no cells after their first kill")
     args = parser.parse_args()
     if embedded_store_path().is_file():
         print(f"shipped store: {asyncio.run(_open(embedded_store_path())):.2f} s to a populated overview")
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        path = synthetic(Path(tmp) / "synthetic.db", args.mutants, args.inputs, args.problems)
+        path = synthetic(Path(tmp) / "synthetic.db", args.mutants, args.inputs, args.problems, args.first_kill)
         built = time.perf_counter() - start
         seconds = asyncio.run(_open(path))
-        print(f"synthetic store, {args.mutants:,} mutants x {args.inputs} inputs ({args.mutants * args.inputs:,} cells, "
-              f"built in {built:.1f} s): {seconds:.2f} s to a populated overview")
+        shape = ", first-kill" if args.first_kill else ""
+        print(f"synthetic store{shape}, {args.mutants:,} mutants x {args.inputs} inputs (built in {built:.1f} s): "
+              f"{seconds:.2f} s to a populated overview")
 
 
 if __name__ == "__main__":
