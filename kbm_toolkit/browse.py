@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.problems import problem_from_row
 from kbm_toolkit.protocols import Protocol
 from kbm_toolkit.rules import FAMILIES
-from kbm_toolkit.score import (Matrix, _killed, load_matrices, problem_from_row, run_protocol, valid_at,
-                               witnessed)
+from kbm_toolkit.score import Matrix, _killed, load_matrices, run_protocol, valid_at, witnessed
 
 
 @dataclass

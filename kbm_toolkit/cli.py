@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
 import sys
 from pathlib import Path
@@ -30,6 +31,9 @@ class KbmGroup(click.Group):
         except KeyboardInterrupt:  # Ctrl-C, or `timeout -s INT`: every command stores as it goes
             click.echo("Stopped: what was stored so far is kept.", err=True)
             sys.exit(ExitCode.INTERRUPTED)
+        except BrokenPipeError:  # `kbm mutants | head`: stop quietly, and keep Python's exit flush from failing again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(ExitCode.PIPE_CLOSED)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise  # Click's own control flow: --help, usage errors
         except Exception:  # a bug in kbm: show the traceback, exit with its own code
@@ -59,14 +63,31 @@ class Context:
         selected = self.problems().select(refs, level)
         return selected if refs else [p for p in selected if has_substrate(p)]
 
-    def store(self) -> Any:
+    def store(self, writes: bool = True) -> Any:
+        """Your store; a command that only reads (`writes=False`) may also be given a shipped one as `@NAME`."""
         from kbm_toolkit.paths import default_store_path
         from kbm_toolkit.store import Store
 
         if self.shipped_name():
+            if not writes:
+                return self.read_store()
             raise click.UsageError(f"--store {self.store_path} is a store shipped with kbm, read-only; this command "
                                    "writes: give a store of your own (copy one in with `kbm merge`)")
         return Store(self.store_path or default_store_path())
+
+    def stored_problem(self, store: Any, ref: str) -> str:
+        """The key of the problem `ref` names: among the problems here, else among those the store holds
+        (a shipped KernelBench pool is browsable without the checkout)."""
+        from kbm_toolkit.errors import ProblemError
+        from kbm_toolkit.problems import problem_from_row, resolve_problem
+
+        try:
+            return self.problems().get(ref).key
+        except ProblemError:
+            stored = {r["key"]: problem_from_row(r["key"], r) for r in store.db["problems"].rows}
+            if not stored:
+                raise
+            return resolve_problem(stored, ref, f"the problems here and those in {store.path}").key
 
     def shipped_name(self) -> str | None:
         """NAME when the store is given as `@NAME`, one of the stores shipped with kbm."""
@@ -167,12 +188,18 @@ def problems_cmd(obj: Context, level: str | None) -> None:
     """
     from kbm_toolkit.substrates import has_substrate
 
-    store = obj.store()
+    store = obj.store(writes=False)
     gates = {r["problem"]: r for r in store.substrates()}
-    for p in obj.problems().select(level=level):
+    here = obj.problems().select(level=level)
+    for p in here:
         g = gates.get(p.key, {})
         status = g.get("gate_status") or ("not gated" if has_substrate(p) else "no substrate")
         click.echo(f"{p.key:<48} {status}")
+    # problems the store gated whose files are not here (e.g. the shipped pool without a KernelBench checkout)
+    listed = {p.key for p in here}
+    elsewhere = [g for k, g in gates.items() if k not in listed and (level is None or k.split("/")[0] == level)]
+    for g in elsewhere:
+        click.echo(f"{g['problem']:<48} {g['gate_status'] or 'not gated'} (in the store; its file is not here)")
 
 
 @cli.command()
@@ -346,9 +373,10 @@ def mutants_cmd(obj: Context, problem: str | None, rule: str | None, family: str
 
     Example: kbm mutants --problem demo/2 --family precision
     """
-    key = obj.problems().get(problem).key if problem else None
+    store = obj.store(writes=False)
+    key = obj.stored_problem(store, problem) if problem else None
     count = 0
-    for row in obj.store().mutants(key, rule, family, status):
+    for row in store.mutants(key, rule, family, status):
         count += 1
         click.echo(f"{row['id']}  {row['status']:<13} {row['name']}")
     click.echo(f"{count} mutants")
@@ -362,7 +390,7 @@ def show(obj: Context, mutant_id: str) -> None:
 
     Example: kbm show 3f2a9c1b
     """
-    store = obj.store()
+    store = obj.store(writes=False)
     row = store.mutant(mutant_id)
     rule = store.db["rules"].get(row["rule"])
     click.echo(f"mutant   {row['id']}\n{row['name']}")
@@ -626,14 +654,19 @@ def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
     from kbm_toolkit.export import stryker_report
     from kbm_toolkit.plugins import all_protocols, load_protocol
 
-    report = stryker_report(obj.read_store(), load_protocol(adapter), all_protocols(), obj.problems().problems())
+    store = obj.read_store()
+    report = stryker_report(store, load_protocol(adapter), all_protocols())
     text = json.dumps(report, indent=1)
+    exported = sum(len(f["mutants"]) for f in report["files"].values())
     if out:
         Path(out).write_text(text)
-        click.echo(f"wrote {out}: {sum(len(f['mutants']) for f in report['files'].values())} mutants "
-                   f"in {len(report['files'])} files")
+        click.echo(f"wrote {out}: {exported} mutants in {len(report['files'])} files")
     else:
         click.echo(text)
+    stale = store.db["mutants"].count - exported
+    if stale:  # their diffs apply to a substrate as it was, not to the one shipped now
+        click.echo(f"left out {stale} mutants made from a substrate that has changed since, or that is not "
+                   "shipped with kbm (`kbm mutate` remakes them)", err=True)
 
 
 @cli.command()

@@ -26,3 +26,5 @@ class ExitCode(enum.IntEnum):
     """A bug in kbm: please report it with the traceback."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C or SIGINT (128 + 2, as shells report it); what was done is stored."""
+    PIPE_CLOSED = 141
+    """The reader of its output went away (`kbm mutants | head`): stopped quietly (128 + SIGPIPE's 13)."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from kbm_toolkit.mutate import substrate_hash
+from kbm_toolkit.problems import problem_from_row
 from kbm_toolkit.protocols import Protocol
 from kbm_toolkit.rules import TARGETS
 from kbm_toolkit.score import Matrix, _killed, load_matrices, run_protocol, valid_at, witnessed
-from kbm_toolkit.substrates import Substrate, substrate_for
+from kbm_toolkit.substrates import Substrate, has_substrate, substrate_for
 
 SCREENING_STATUS = {"compile_error": "CompileError", "crash_probe": "RuntimeError",
                     "equivalent": "Ignored", "duplicate": "Ignored"}
@@ -23,20 +24,24 @@ def _end(text: str, line: int, col: int) -> dict[str, int]:
     return {"line": line + len(lines) - 1, "column": len(lines[-1]) + 1}
 
 
-def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol], problems: dict[str, Any]) -> dict[str, Any]:
+def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) -> dict[str, Any]:
     """The report for `protocol`: Killed (it detects), Survived (witnessed, missed), Ignored
     (equivalent, duplicate, or unwitnessed), CompileError, RuntimeError (quarantined on the
-    probe), Pending (not evaluated yet)."""
+    probe), Pending (not evaluated yet). Problems come from the store and substrates from kbm, so
+    no KernelBench checkout is needed; mutants of a substrate that has changed since, or that kbm
+    does not ship, are left out."""
     matrices = {mx.problem.key: mx for mx in load_matrices(store)}
     mx_list = list(matrices.values())
     wit = witnessed([run_protocol(p, mx_list) for p in denominator])
     mine = run_protocol(protocol, mx_list)
     rules = {r["name"]: r for r in store.db["rules"].rows}
     files: dict[str, Any] = {}
+    problems = {r["key"]: r for r in store.db["problems"].rows}
     for key in sorted({r[0] for r in store.db.execute("select distinct problem from mutants")}):
-        if key not in problems:
+        problem = problem_from_row(key, problems.get(key, {}))
+        if not has_substrate(problem):
             continue
-        substrate: Substrate = substrate_for(problems[key])
+        substrate: Substrate = substrate_for(problem)
         current = substrate_hash(substrate)
         texts = {"kernel": substrate.source, "launcher": substrate.launcher_path.read_text()}
         mx = matrices.get(key)

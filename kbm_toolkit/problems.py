@@ -288,6 +288,27 @@ def _is_constant_value(value: Any) -> bool:
     return isinstance(value, (tuple, list)) and all(isinstance(v, _CONSTANT_TYPES) for v in value)
 
 
+def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
+    """A Problem from its store row: enough to build a protocol's specs without the file."""
+    return Problem(key, row.get("level") or key.split("/")[0], int(row.get("number") or 0),
+                   row.get("name") or key.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "")
+
+
+def resolve_problem(problems: dict[str, Problem], ref: str, where: str) -> Problem:
+    """The one problem of `problems` that `ref` names (key, `level/id`, `id_Name` or `Name`); ProblemError if
+    none or several do."""
+    if ref in problems:
+        return problems[ref]
+    level, _, rest = ref.rpartition("/")
+    hits = [p for p in problems.values()
+            if (not level or p.level == level) and rest in (str(p.number), f"{p.number}_{p.name}", p.name)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise ProblemError(f"no problem matches {ref!r} (looked in {where})")
+    raise ProblemError(f"{ref!r} is ambiguous: {', '.join(p.key for p in hits)}; give the level too")
+
+
 class ProblemSet:
     """The problems kbm can see: its own built-in set, plus a KernelBench checkout if given."""
 
@@ -324,19 +345,7 @@ class ProblemSet:
 
     def get(self, ref: str) -> Problem:
         """Resolve `level1/23_Softmax`, `level1/23`, `23_Softmax` or `Softmax` to one problem."""
-        problems = self.problems()
-        if ref in problems:
-            return problems[ref]
-        level, _, rest = ref.rpartition("/")
-        hits = [p for p in problems.values()
-                if (not level or p.level == level)
-                and rest in (str(p.number), f"{p.number}_{p.name}", p.name)]
-        if len(hits) == 1:
-            return hits[0]
-        if not hits:
-            where = ", ".join(str(r) for _, r in self.roots)
-            raise ProblemError(f"no problem matches {ref!r} (looked in {where})")
-        raise ProblemError(f"{ref!r} is ambiguous: {', '.join(p.key for p in hits)}; give the level too")
+        return resolve_problem(self.problems(), ref, ", ".join(str(r) for _, r in self.roots))
 
     def select(self, refs: Iterable[str] = (), level: str | None = None) -> list[Problem]:
         """The problems named by `refs`, or every problem (of `level`, if given) when none are."""

@@ -17,12 +17,11 @@ import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.mutate import in_sample
-from kbm_toolkit.problems import Problem
+from kbm_toolkit.problems import Problem, problem_from_row
 from kbm_toolkit.protocols import Protocol
 
 
@@ -125,12 +124,6 @@ def load_matrices(store: Any, floor: float | None = None, full_rows: bool = Fals
             cells[problem][(mutant, input_id)] = (outcome, margin)
     return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k], evaluated[k],
                    dict(present[k])) for k in sorted(mutants)]
-
-
-def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
-    """A Problem from its store row: enough to build a protocol's specs without the file."""
-    return Problem(key, row.get("level") or key.split("/")[0], int(row.get("number") or 0),
-                   row.get("name") or key.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "")
 
 
 @dataclass

@@ -165,3 +165,18 @@ def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on() -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and out == "went on\n"
     assert "most recent call first" in err and "in stuck" in err, err
+
+
+def test_a_reader_that_stops_reading_stops_kbm_quietly() -> None:
+    import subprocess
+    import sys
+
+    # the whole pool's mutant list is far longer than a pipe holds, so kbm is still writing when head stops
+    kbm = subprocess.Popen([sys.executable, "-m", "kbm_toolkit", "--store", "@kernelbench", "mutants"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert kbm.stdout is not None and kbm.stderr is not None
+    assert kbm.stdout.readline().strip()
+    kbm.stdout.close()
+    error = kbm.stderr.read()
+    assert kbm.wait(timeout=60) == ExitCode.PIPE_CLOSED
+    assert error == b""

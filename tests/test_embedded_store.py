@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,37 @@ def test_tables_are_the_pipeline_and_the_families_from_the_store(fresh_user: Cli
     assert sum(int(r.split(" | ")[2].replace(",", "")) for r in family_rows[:-1]) == witnessed
     assert f"{100 * missed / witnessed:.1f}%" in family_rows[-1]
     assert fresh_user.invoke(cli, ["report"]).exit_code == 2  # neither --out nor --tables
+
+
+def test_the_shipped_pool_is_browsable_without_the_checkout(fresh_user: CliRunner,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    pool = ["--store", "@kernelbench"]
+    listed = fresh_user.invoke(cli, [*pool, "problems", "--level", "level2"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert len(lines) >= 90 and all(line.startswith("level2/") for line in lines)
+    assert "level2/100_ConvTranspose3d_Clamp_Min_Divide" in listed.output
+    assert "passed (in the store; its file is not here)" in listed.output
+    found = fresh_user.invoke(cli, [*pool, "mutants", "--problem", "level1/23"])
+    assert found.exit_code == 0, found.output
+    *rows, total = found.output.splitlines()
+    assert total == f"{len(rows)} mutants" and len(rows) > 10
+    assert all(" level1/23_Softmax " in row for row in rows)
+    shown = fresh_user.invoke(cli, [*pool, "show", rows[0].split()[0]])
+    assert shown.exit_code == 0 and "--- a/level1/23_Softmax/" in shown.output
+    refused = fresh_user.invoke(cli, [*pool, "mutate", "--level", "demo"])
+    assert refused.exit_code == 2 and "read-only" in refused.output
+
+
+def test_the_shipped_pool_exports_without_the_checkout(fresh_user: CliRunner, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    out = tmp_path / "kbv.json"
+    result = fresh_user.invoke(cli, ["--store", "@kernelbench", "export", "-a", "kbv", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    files = json.loads(out.read_text())["files"]
+    statuses = Counter(m["status"] for f in files.values() for m in f["mutants"])
+    assert {k.split("/")[0] for k in files} == {"level1", "level2"}
+    assert statuses["Killed"] > 10_000 and statuses["Survived"] > 100 and statuses["RuntimeError"] > 0
+    assert "left out" not in result.stderr  # the pool was made from the substrates kbm ships

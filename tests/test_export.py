@@ -43,7 +43,7 @@ def build(path: Path, demo: ProblemSet) -> tuple[Store, dict[str, str]]:
 
 def test_statuses_follow_the_documented_mapping(tmp_path: Path, demo: ProblemSet) -> None:
     store, ids = build(tmp_path / "s.db", demo)
-    report = stryker_report(store, KB, [KB], demo.problems())
+    report = stryker_report(store, KB, [KB])
     (kernel,) = [f for name, f in report["files"].items() if name.endswith("kernel.cu")]
     status = {m["mutatorName"]: m["status"] for m in kernel["mutants"]}
     assert status == {"breaks-compile": "CompileError", "commutes": "Ignored", "slope-div": "Killed",
@@ -66,3 +66,18 @@ def test_the_report_validates_against_the_published_schema(tmp_path: Path, demo:
                                       "--adapter", "kernelbench", "--out", str(out)])
     assert result.exit_code == 0, result.output
     jsonschema.validate(json.loads(out.read_text()), json.loads(SCHEMA.read_text()))
+
+
+def test_mutants_of_a_changed_substrate_are_left_out_and_counted(tmp_path: Path, demo: ProblemSet) -> None:
+    store, ids = build(tmp_path / "s.db", demo)
+    total = store.db["mutants"].count
+    store.db.execute("update mutants set substrate_hash = 'an older one' where id = ?", [ids["commutes"]])
+    store.db.conn.commit()
+    store.close()
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "export", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    exported = [m["id"] for f in json.loads(out.read_text())["files"].values() for m in f["mutants"]]
+    assert len(exported) == total - 1 and ids["commutes"] not in exported
+    assert f"wrote {out}: {total - 1} mutants" in result.stdout
+    assert "left out 1 mutants made from a substrate that has changed" in result.stderr
