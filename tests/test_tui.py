@@ -53,15 +53,20 @@ async def _drive_every_screen(store_path: Path) -> None:
         await _settle(pilot)
         assert isinstance(app.screen, PatternsScreen)
         assert app.screen.query_one(DataTable).row_count >= 2
+        _, first = app.screen.patterns[0]
         await pilot.press("enter")
         await _settle(pilot)
         assert isinstance(app.screen, MutantsScreen)
+        assert sorted(r["id"] for r in app.screen.rows) == sorted(first)
         await pilot.press("enter")
         await _settle(pilot)
         assert isinstance(app.screen, MutantScreen)
         assert app.screen.query_one(DataTable).row_count >= 1
         await pilot.press("escape", "escape")
         assert isinstance(app.screen, PatternsScreen)
+        await pilot.press("escape")  # once too often: a mode's own screen has nothing to go back to
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, PatternsScreen)
 
         await pilot.press("r")
         await _settle(pilot)

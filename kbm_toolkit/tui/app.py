@@ -31,9 +31,9 @@ def _pct(x: float | None) -> Text:
 
 
 class DataScreen(Screen):
-    """A screen that fills itself from the app's Overview once it is loaded."""
+    """A screen that fills itself from the app's Overview once it is loaded: a mode's own screen, so escape
+    has nothing to go back to here (popping the mode's last screen would stop the app)."""
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", show=False)]
     FILTERABLE = False
 
     def compose(self) -> ComposeResult:
@@ -91,8 +91,9 @@ class PatternsScreen(DataScreen):
     def open_pattern(self, event: DataTable.RowSelected) -> None:
         pattern, ids = self.patterns[int(event.row_key.value)]
         data = self.app.data
-        rows = [{**data.matrices[k].mutants[m], "missed_by": [p.name for p, miss in zip(data.protocols, pattern) if miss]}
-                for k, w in data.witnessed.items() for m in sorted(w) if m in set(ids)]
+        chosen, missed_by = set(ids), [p.name for p, miss in zip(data.protocols, pattern) if miss]
+        rows = [{**data.matrices[k].mutants[m], "missed_by": missed_by}
+                for k, w in data.witnessed.items() for m in sorted(w) if m in chosen]
         self.app.push_screen(MutantsScreen(rows, f"{len(rows)} mutants with this pattern"))
 
 
