@@ -60,8 +60,18 @@ class Context:
         """The problems named by `refs`, or, when none are named, every one (of `level`) with a substrate."""
         from kbm_toolkit.substrates import has_substrate
 
-        selected = self.problems().select(refs, level)
-        return selected if refs else [p for p in selected if has_substrate(p)]
+        problem_set = self.problems()
+        selected = problem_set.select(refs, level)
+        if refs:
+            return selected
+        chosen = [p for p in selected if has_substrate(p)]
+        if not chosen:  # e.g. `--level level1` without a KernelBench checkout: say so rather than do nothing
+            from kbm_toolkit.errors import ProblemError
+
+            where = ", ".join(str(r) for _, r in problem_set.roots)
+            raise ProblemError(f"no problem{f' of {level}' if level else ''} with a substrate in {where}"
+                               + ("" if self.kernelbench else "; KernelBench's levels need --kernelbench CHECKOUT"))
+        return chosen
 
     def store(self, writes: bool = True) -> Any:
         """Your store; a command that only reads (`writes=False`) may also be given a shipped one as `@NAME`."""
@@ -353,7 +363,7 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
     from kbm_toolkit.report_mutants import print_summary, progress_bar
 
     store = obj.store()
-    selected = obj.problems().select(problems, level)
+    selected = obj.substrate_problems(problems, level)
     with progress_bar() as progress:
         summary = mutate_problems(store, selected, arch or DEFAULT_ARCH, rule_names or None, workers,
                                   require_gate=not ungated, progress=progress)
@@ -580,12 +590,12 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     from kbm_toolkit.evaluation_run import run_evaluation
     from kbm_toolkit.mutate import substrate_hash
     from kbm_toolkit.score import valid_at
-    from kbm_toolkit.substrates import has_substrate, substrate_for
+    from kbm_toolkit.substrates import substrate_for
     from kbm_toolkit.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
 
     env = device_env()
     store = obj.store() if env.get("cuda") else obj.read_store()  # without a GPU it only reads the stored checks
-    selected = [p for p in obj.problems().select(problems, level) if has_substrate(p)]
+    selected = obj.substrate_problems(problems, level)
     hashes = {p.key: substrate_hash(substrate_for(p)) for p in selected}
 
     def checks_of(problem: Any) -> dict[str, dict[str, Any]]:

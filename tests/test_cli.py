@@ -180,3 +180,15 @@ def test_a_reader_that_stops_reading_stops_kbm_quietly() -> None:
     error = kbm.stderr.read()
     assert kbm.wait(timeout=60) == ExitCode.PIPE_CLOSED
     assert error == b""
+
+
+@pytest.mark.parametrize("command", [["mutate"], ["check"], ["targets", "--emit", "OUT"]])
+def test_a_level_with_no_problems_here_is_one_line_not_a_silent_nothing(
+        runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    command = [str(tmp_path / "out") if word == "OUT" else word for word in command]
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), *command, "--level", "level1"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    (line,) = result.output.splitlines()
+    assert "no problem of level1 with a substrate" in line and "--kernelbench" in line
+    assert not (tmp_path / "out").exists()  # nothing emitted
