@@ -459,6 +459,12 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     selected = obj.problems().select(problems, level)
     if not problems:
         selected = [p for p in selected if p.key in with_mutants]
+        if not selected:
+            from kbm_toolkit.errors import ProblemError
+
+            raise ProblemError(f"no problem{f' of {level}' if level else ''} here has mutants in {store.path}: "
+                               "`kbm mutate` makes them" + ("" if obj.kernelbench else
+                                                            "; KernelBench's levels need --kernelbench CHECKOUT"))
     only = None
     if witnessed and not survivors_of:
         raise click.UsageError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")

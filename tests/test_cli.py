@@ -192,3 +192,11 @@ def test_a_level_with_no_problems_here_is_one_line_not_a_silent_nothing(
     (line,) = result.output.splitlines()
     assert "no problem of level1 with a substrate" in line and "--kernelbench" in line
     assert not (tmp_path / "out").exists()  # nothing emitted
+
+
+def test_a_run_with_nothing_to_evaluate_says_why(runner: CliRunner, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kbv", "--level", "demo"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert "no problem of demo here has mutants in" in result.output and "kbm mutate" in result.output
