@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
+
+from kbm_toolkit import terminal
 
 
 def provenance(store: Any) -> str:
@@ -38,8 +39,7 @@ def sample_words(sample: dict[str, Any]) -> str:
 
 def print_audit(report: dict[str, Any], first_line: str) -> None:
     """The audit report on the terminal."""
-    console = Console(highlight=False)
-    console.width = max(console.width, 100)
+    console = terminal.console(width=100)
     console.print(first_line)
     console.print(f"[bold]{report['protocol']}[/bold]: {report['description']} "
                   f"(judged at atol = rtol = {report['tolerance']:g})")

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from kbm_toolkit import terminal
 from kbm_toolkit.paths import embedded_store_path
 
 _STYLE = {"passed": "green", "failed": "red", "error": "red", "compile_error": "red", "unrefereeable": "yellow"}
-
-
-def _console() -> Console:
-    return Console(highlight=False)
 
 
 def _margin(value: float | None) -> str:
@@ -31,7 +27,7 @@ def print_compile(compiled: list[Any]) -> None:
             table.add_row(c.problem.key, c.image.image_hash[:12], ms, c.image.arch)
         else:
             table.add_row(c.problem.key, "[red]-[/red]", "-", f"[red]{c.error}[/red]")
-    _console().print(table)
+    terminal.console().print(table)
 
 
 def print_gate_results(results: list[Any], env: dict[str, Any]) -> None:
@@ -47,9 +43,9 @@ def print_gate_results(results: list[Any], env: dict[str, Any]) -> None:
         inputs = f"{ok}/{len(ran)}" + (f" (+{skipped} skipped)" if skipped else "")
         style = _STYLE.get(r.status, "")
         table.add_row(r.problem, f"[{style}]{r.status}[/{style}]", _margin(r.worst_margin), inputs, r.message)
-    _console().print(table)
+    terminal.console().print(table)
     passed = sum(r.status == "passed" for r in results)
-    _console().print(f"{passed} of {len(results)} substrates passed the gate.")
+    terminal.console().print(f"{passed} of {len(results)} substrates passed the gate.")
 
 
 def print_stored_gates(store: Any, keys: list[str]) -> None:
@@ -63,7 +59,7 @@ def print_stored_gates(store: Any, keys: list[str]) -> None:
         rows = [r for r in embedded.substrates() if r["problem"] in keys and r["gate_run"] is not None]
         source = "the embedded store shipped with kbm"
     if not rows:
-        _console().print("No stored gate verdicts either; run `kbm gate` on a machine with a GPU.")
+        terminal.console().print("No stored gate verdicts either; run `kbm gate` on a machine with a GPU.")
         return
     table = Table(title=f"Stored gate verdicts, from {source}", title_justify="left")
     for col in ("problem", "verdict", "worst margin", "tolerance", "GPU", "date"):
@@ -73,4 +69,4 @@ def print_stored_gates(store: Any, keys: list[str]) -> None:
         table.add_row(r["problem"], f"[{style}]{r['gate_status']}[/{style}]", _margin(r["gate_worst_margin"]),
                       f"{r['gate_tolerance']:g}" if r["gate_tolerance"] else "-", r["gate_gpu"] or "-",
                       (r["gate_date"] or "-")[:10])
-    _console().print(table)
+    terminal.console().print(table)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from kbm_toolkit import terminal
 from kbm_toolkit.mutation_run import STAGES, MutationSummary
 from kbm_toolkit.rules import FAMILIES
 
@@ -15,7 +15,7 @@ from kbm_toolkit.rules import FAMILIES
 def progress_bar() -> Progress:
     """Per-problem compile progress, on stderr so piped output stays clean."""
     return Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(),
-                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                    TimeRemainingColumn(), console=terminal.console(stderr=True), transient=True)
 
 
 def _table(title: str, first: str, rows: list[tuple[str, Any]]) -> Table:
@@ -30,8 +30,7 @@ def _table(title: str, first: str, rows: list[tuple[str, Any]]) -> Table:
 
 def print_summary(summary: MutationSummary, by_rule: bool = True) -> None:
     """Generated → non-compiling, duplicate, equivalent → distinct, in total, by family and rule."""
-    console = Console(highlight=False)
-    console.width = max(console.width, 110)  # rule names and six counts stay on one line when piped
+    console = terminal.console(width=110)  # rule names and six counts stay on one line when piped
     for key, why in summary.skipped.items():
         console.print(f"skipped {key}: {why}")
     total = summary.total

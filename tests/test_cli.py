@@ -200,3 +200,19 @@ def test_a_run_with_nothing_to_evaluate_says_why(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kbv", "--level", "demo"])
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert "no problem of demo here has mutants in" in result.output and "kbm mutate" in result.output
+
+
+def test_tables_printed_through_rich_stop_on_a_closed_pipe_like_the_rest() -> None:
+    from kbm_toolkit import terminal
+
+    class Closed:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+        def flush(self) -> None:
+            raise BrokenPipeError
+
+    out = terminal.console(width=100)
+    out.file = Closed()
+    with pytest.raises(BrokenPipeError):  # Rich alone exits 1; the CLI turns this into PIPE_CLOSED
+        out.print("a table row")
