@@ -11,7 +11,6 @@ exits 1 if any audit figure differs.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +21,7 @@ from kbm_toolkit.first_kill import FirstKill, Settled  # noqa: E402
 from kbm_toolkit.plugins import all_protocols, load_protocol  # noqa: E402
 from kbm_toolkit.score import audit_store, load_matrices  # noqa: E402
 from kbm_toolkit.spec_sources import resolve  # noqa: E402
-from kbm_toolkit.store import Store  # noqa: E402
+from kbm_toolkit.store import Store, copy_store  # noqa: E402
 
 FIGURES = ("witnessed", "detected")
 
@@ -62,10 +61,7 @@ def main() -> None:
     protocols = [load_protocol(p) for p in args.inputs.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "replay.db"
-        src, dst = sqlite3.connect(f"file:{args.store}?mode=ro", uri=True), sqlite3.connect(copy)
-        src.backup(dst)  # not a file copy: a WAL store's latest writes may still sit in its -wal file
-        src.close()
-        dst.close()
+        copy_store(args.store, copy)
         replay = Store(copy)
         skipped, total = skipped_cells(replay, protocols, args.inputs, args.sample)
         with replay.db.conn:

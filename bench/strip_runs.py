@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.pool_wall_clock import run_ids  # noqa: E402
+from kbm_toolkit.store import copy_store  # noqa: E402
 
 
 def strip_runs(db: sqlite3.Connection, runs: list[int]) -> dict[str, int]:
@@ -55,9 +56,9 @@ def main() -> None:
     wrong = [f"{r} ({kinds[r]})" if r in kinds else f"{r} (absent)" for r in runs if kinds.get(r) != "evaluate"]
     if wrong:
         ap.error(f"not evaluate runs of {args.store}: {', '.join(wrong)}")
-    db = sqlite3.connect(args.out)
-    src.backup(db)  # not a file copy: a WAL store's latest writes may still sit in its -wal file
     src.close()
+    copy_store(args.store, args.out)
+    db = sqlite3.connect(args.out)
     counts = strip_runs(db, runs)
     db.execute("vacuum")
     db.close()

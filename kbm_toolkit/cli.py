@@ -66,12 +66,16 @@ class Context:
             return selected
         chosen = [p for p in selected if has_substrate(p)]
         if not chosen:  # e.g. `--level level1` without a KernelBench checkout: say so rather than do nothing
-            from kbm_toolkit.errors import ProblemError
-
-            where = ", ".join(str(r) for _, r in problem_set.roots)
-            raise ProblemError(f"no problem{f' of {level}' if level else ''} with a substrate in {where}"
-                               + ("" if self.kernelbench else "; KernelBench's levels need --kernelbench CHECKOUT"))
+            raise self.nothing_selected(level, "with a substrate in "
+                                        + ", ".join(str(r) for _, r in problem_set.roots))
         return chosen
+
+    def nothing_selected(self, level: str | None, lacking: str) -> Exception:
+        """The one-line error for a selection that came out empty, e.g. "no problem of level1 with a substrate"."""
+        from kbm_toolkit.errors import ProblemError
+
+        return ProblemError(f"no problem{f' of {level}' if level else ''} {lacking}"
+                            + ("" if self.kernelbench else "; KernelBench's levels need --kernelbench CHECKOUT"))
 
     def store(self, writes: bool = True) -> Any:
         """Your store; a command that only reads (`writes=False`) may also be given a shipped one as `@NAME`."""
@@ -460,11 +464,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     if not problems:
         selected = [p for p in selected if p.key in with_mutants]
         if not selected:
-            from kbm_toolkit.errors import ProblemError
-
-            raise ProblemError(f"no problem{f' of {level}' if level else ''} here has mutants in {store.path}: "
-                               "`kbm mutate` makes them" + ("" if obj.kernelbench else
-                                                            "; KernelBench's levels need --kernelbench CHECKOUT"))
+            raise obj.nothing_selected(level, f"here has mutants in {store.path}: `kbm mutate` makes them")
     only = None
     if witnessed and not survivors_of:
         raise click.UsageError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")

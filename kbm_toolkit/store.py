@@ -570,6 +570,16 @@ _MERGED: list[tuple[str, Any, str | None]] = [
 """Tables `Store.merge` copies, in dependency order: (table, primary key, column naming a run)."""
 
 
+def copy_store(source: Path, target: Path) -> None:
+    """A consistent copy of a store, its latest WAL writes included: SQLite's backup, never a file copy."""
+    src, dst = sqlite3.connect(Path(source).resolve().as_uri() + "?mode=ro", uri=True), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+
+
 def _finite_or_none(x: float | None) -> float | None:
     # JSON and SQLite disagree on infinities; None with a non-pass outcome means "+inf".
     return x if x is not None and x == x and abs(x) != float("inf") else None

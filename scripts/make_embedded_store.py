@@ -27,7 +27,7 @@ from pathlib import Path
 
 from kbm_toolkit.mutate import in_sample
 from kbm_toolkit.paths import PACKAGE_DIR
-from kbm_toolkit.store import Store
+from kbm_toolkit.store import Store, copy_store
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
            "duplicate_of", "compile_ms", "message", "diff", "arch", "created")
@@ -62,10 +62,7 @@ def main(sources: list[Path], packed: Path, compacted: bool = False, share: floa
     target = packed.with_suffix("") if packed.suffix == ".xz" else packed
     target.unlink(missing_ok=True)
     Store(sources[0]).close()  # migrate the source, so the copy is current
-    src, dst = sqlite3.connect(sources[0]), sqlite3.connect(target)
-    src.backup(dst)
-    src.close()
-    dst.close()
+    copy_store(sources[0], target)
     store = Store(target)
     for other in sources[1:]:
         added = store.merge(Store(other))
