@@ -13,17 +13,20 @@ finished one and began the next) has its time split between them by cells.
 `--one-gpu` adds what the whole matrix takes on one GPU: each tenth's one-GPU seconds as
 measured, and its cells that ran elsewhere (on more GPUs, or in a run with no end) at that
 tenth's one-GPU rate, or the pooled one-GPU rate when the tenth has too few one-GPU cells.
-`--rates-from STORE:RUNS` takes tenths' rates from another store's runs: a copy re-timing on one
-GPU the tenths first run on two (`bench/strip_runs.py` makes it).
+`--retimed STORE:RUNS` adds a re-timing: a copy of the store whose runs on two GPUs were
+removed (`bench/strip_runs.py`) and run again on one. Its runs' seconds count as measured on one
+GPU for the cells they ran, their tenths take its rates, and time this store measured on one GPU
+for cells the copy ran again is not counted twice.
 
     python bench/pool_wall_clock.py --store .kbm/kb.db --runs 3-7,12,16,18-43 --one-gpu \
-        --rates-from .kbm/kb-rerun.db:44-47
+        --retimed .kbm/kb-rerun.db:44-99
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from collections import Counter, defaultdict
 from datetime import datetime
@@ -91,27 +94,50 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
 MIN_RATE_CELLS = 1000  # fewer one-GPU cells than this in a tenth (a two-problem test run) set no rate of its own
 
 
-def one_gpu_projection(runs: list[dict[str, Any]], rates_from: list[dict[str, Any]] | None = None
-                       ) -> dict[float, dict[str, float]]:
-    """Per tenth: its cells, one-GPU seconds measured, and seconds projected for the rest at a one-GPU rate."""
+def one_gpu_projection(runs: list[dict[str, Any]], retiming: list[dict[str, Any]] | None = None,
+                       rerun: Counter | None = None) -> dict[float, dict[str, float]]:
+    """Per tenth: its cells, one-GPU seconds measured (here and in a re-timing), and the rest priced at a one-GPU rate.
+
+    `rerun` counts, per tenth, this store's one-GPU cells that the re-timing ran again: their
+    share of this store's time there is dropped, the re-timing's time standing for them.
+    """
     measured = tenth_rates(runs)
+    retimed = tenth_rates(retiming) if retiming else {}
     own = {t: (n, s) for t, (n, s) in measured.items() if n >= MIN_RATE_CELLS}
     pooled = sum(n for n, _ in own.values()) / sum(s for _, s in own.values()) if own else None
     rates = {t: n / s for t, (n, s) in own.items()}
-    if rates_from:  # a re-timing elsewhere; it prices its own tenths only
-        rates.update({t: n / s for t, (n, s) in tenth_rates(rates_from).items() if n >= MIN_RATE_CELLS})
+    rates.update({t: n / s for t, (n, s) in retimed.items() if n >= MIN_RATE_CELLS})  # it prices its own tenths
     cells: Counter = Counter()
     for r in runs:
         cells.update(r["tenths"])
     out = {}
     for t in sorted(cells):
         done, seconds = measured.get(t, (0, 0.0))
+        again = min((rerun or {}).get(t, 0), done)
+        if again:
+            seconds, done = seconds * (done - again) / done, done - again
+        retimed_cells, retimed_s = retimed.get(t, (0, 0.0))
         rate = rates.get(t, pooled)
         if rate is None:
             raise SystemExit("no one-GPU run with an end time to take a rate from")
-        out[t] = {"cells": cells[t], "measured_s": seconds, "projected_s": (cells[t] - done) / rate, "rate": rate,
-                  "own_rate": t in rates}
+        out[t] = {"cells": cells[t], "measured_s": seconds + retimed_s, "retimed_s": retimed_s,
+                  "projected_s": max(0, cells[t] - done - retimed_cells) / rate, "rate": rate, "own_rate": t in rates}
     return out
+
+
+def rerun_cells(store: Path, runs: list[dict[str, Any]], copy: Path, copy_runs: set[int]) -> Counter:
+    """Per tenth, the cells of `runs` (ended, on one GPU) that the copy's `copy_runs` ran again."""
+    ids = [r["run"] for r in runs if r["gpus"] == 1 and r["wall_s"] is not None]
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        db.execute("attach database ? as copy", [f"file:{copy}?mode=ro"])
+        rows = db.execute(
+            f"select a.mutant from cells a join copy.cells b on a.mutant = b.mutant and a.input = b.input "
+            f"where a.run in ({','.join('?' * len(ids))}) and b.run in ({','.join('?' * len(copy_runs))})",
+            [*ids, *sorted(copy_runs)]).fetchall()
+    finally:
+        db.close()
+    return Counter(tenth(m) for (m,) in rows)
 
 
 def main() -> None:
@@ -119,7 +145,7 @@ def main() -> None:
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--runs", type=run_ids, help="only these runs, e.g. 3-7,17-32 (default: every evaluate run)")
     ap.add_argument("--one-gpu", action="store_true", help="also project the whole matrix on one GPU")
-    ap.add_argument("--rates-from", metavar="STORE:RUNS", help="one-GPU rates per tenth from another store's runs")
+    ap.add_argument("--retimed", metavar="STORE:RUNS", help="a copy re-timing some of this store's work on one GPU, and its runs")
     ap.add_argument("--json", type=Path, help="also write the runs and totals here")
     args = ap.parse_args()
     from kbm_toolkit.store import Store
@@ -143,17 +169,19 @@ def main() -> None:
     if result["unknown"]:
         print(f"runs {', '.join(map(str, result['unknown']))} were killed outright and recorded no end: "
               "their time is not in the sums")
-    if args.one_gpu or args.rates_from:
-        other = None
-        if args.rates_from:
-            path, _, ids = args.rates_from.rpartition(":")
+    if args.one_gpu or args.retimed:
+        other, again = None, None
+        if args.retimed:
+            path, _, ids = args.retimed.rpartition(":")
             if not path or not Path(path).is_file():
-                sys.exit(f"--rates-from {args.rates_from}: expected STORE:RUNS with an existing store")
+                sys.exit(f"--retimed {args.retimed}: expected STORE:RUNS with an existing store")
             other = pool_runs(Store(Path(path), readonly=True), run_ids(ids))
-        result["one_gpu"] = projection = one_gpu_projection(runs, other)
+            again = rerun_cells(args.store, runs, Path(path), {r["run"] for r in other})
+        result["one_gpu"] = projection = one_gpu_projection(runs, other, again)
         for t, p in projection.items():
-            print(f"  {t - 0.1:.1f}–{t:.1f}: {p['cells']:>6,} cells, {p['measured_s']:6,.0f} s measured on one GPU "
-                  f"+ {p['projected_s']:6,.0f} s projected at {p['rate']:.1f} cells/s"
+            print(f"  {t - 0.1:.1f}–{t:.1f}: {p['cells']:>6,} cells, {p['measured_s']:6,.0f} s measured on one GPU"
+                  + (f" ({p['retimed_s']:,.0f} s of it re-timed)" if p["retimed_s"] else "")
+                  + f" + {p['projected_s']:6,.0f} s projected at {p['rate']:.1f} cells/s"
                   + ("" if p["own_rate"] else " (pooled)"))
         measured = sum(p["measured_s"] for p in projection.values())
         projected = sum(p["projected_s"] for p in projection.values())

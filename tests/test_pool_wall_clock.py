@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from collections import Counter
 
 import pytest
+from conftest import load_script
 
 from kbm_toolkit.mutate import in_sample
 from kbm_toolkit.paths import shipped_store_path
 from kbm_toolkit.store import Store
-
-from conftest import load_script
 
 
 def _bench():
@@ -51,11 +52,34 @@ def test_the_one_gpu_projection_keeps_measured_time_and_prices_the_rest_at_one_g
             {"run": 2, "gpus": 1, "wall_s": 100.0, "cells": 1000, "tenths": {0.2: 1000}},
             {"run": 3, "gpus": 1, "wall_s": None, "cells": 500, "tenths": {0.2: 500}},  # killed: no end
             {"run": 4, "gpus": 1, "wall_s": 30.0, "cells": 3, "tenths": {0.1: 3}}]  # too few cells for a rate
-    retimed = [{"run": 9, "gpus": 1, "wall_s": 400.0, "cells": 2000, "tenths": {0.1: 2000}}]
-    p = bench.one_gpu_projection(runs, retimed)
-    assert p[0.1] == {"cells": 1003, "measured_s": 30.0, "projected_s": 200.0, "rate": 5.0, "own_rate": True}
-    assert p[0.2]["measured_s"] == 100.0 and p[0.2]["projected_s"] == 50.0  # the killed run's cells at 10/s
-    assert p[0.3]["projected_s"] == 200.0 and not p[0.3]["own_rate"]  # pooled over tenths measured on one GPU
-    assert bench.one_gpu_projection(runs)[0.1]["rate"] == 10.0  # without the re-timing: the pooled rate
+    assert bench.one_gpu_projection(runs)[0.1] == {"cells": 1003, "measured_s": 30.0, "retimed_s": 0.0,
+                                                   "projected_s": 100.0, "rate": 10.0, "own_rate": False}
+    assert bench.one_gpu_projection(runs)[0.2] == {"cells": 1500, "measured_s": 100.0, "retimed_s": 0.0,
+                                                   "projected_s": 50.0, "rate": 10.0, "own_rate": True}
+    assert bench.one_gpu_projection(runs)[0.3]["projected_s"] == 200.0  # pooled over tenths measured on one GPU
     with pytest.raises(SystemExit, match="no one-GPU run"):
         bench.one_gpu_projection([runs[0]])
+
+
+def test_a_retiming_counts_as_measured_prices_its_tenth_and_replaces_time_it_ran_again() -> None:
+    bench = _bench()
+    runs = [{"run": 1, "gpus": 2, "wall_s": 50.0, "cells": 2000, "tenths": {0.1: 2000}},
+            {"run": 4, "gpus": 1, "wall_s": 30.0, "cells": 3, "tenths": {0.1: 3}}]
+    half = [{"run": 9, "gpus": 1, "wall_s": 200.0, "cells": 1000, "tenths": {0.1: 1000}}]
+    assert bench.one_gpu_projection(runs, half)[0.1] == {"cells": 2003, "measured_s": 230.0, "retimed_s": 200.0,
+                                                         "projected_s": 200.0, "rate": 5.0, "own_rate": True}
+    whole = [{**half[0], "wall_s": 420.0, "cells": 2100, "tenths": {0.1: 2100}}]
+    again = bench.one_gpu_projection(runs, whole, Counter({0.1: 3}))[0.1]  # run 4's cells ran again
+    assert again["measured_s"] == 420.0 and again["projected_s"] == 0  # more cells re-timed than here: none left
+
+
+def test_cells_a_copy_ran_again_are_found_by_mutant_and_input(tmp_path) -> None:
+    bench = _bench()
+    here, copy = tmp_path / "here.db", tmp_path / "copy.db"
+    for path, rows in ((here, [("a", "x", 4), ("b", "x", 4), ("c", "x", 5)]),
+                       (copy, [("a", "x", 9), ("b", "x", 4), ("c", "x", 9)])):
+        with sqlite3.connect(path) as db:
+            db.execute("create table cells (mutant text, input text, run int)")
+            db.executemany("insert into cells values (?, ?, ?)", rows)
+    runs = [{"run": 4, "gpus": 1, "wall_s": 1.0}, {"run": 5, "gpus": 2, "wall_s": 1.0}]
+    assert bench.rerun_cells(here, runs, copy, {9}) == Counter({bench.tenth("a"): 1})  # c ran on two GPUs here
