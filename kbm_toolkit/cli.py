@@ -108,8 +108,9 @@ class Context:
         text = str(self.store_path) if self.store_path else ""
         return text[1:] if text.startswith("@") else None
 
-    def read_store(self) -> Any:
-        """The store reports read: yours, else (no --store, and yours holds no cells) the shipped one."""
+    def read_store(self, holding: str = "cells") -> Any:
+        """The store a reading command reads: yours, else (no --store, and yours has no rows in `holding`)
+        the shipped one, so that a fresh install browses the KernelBench pool."""
         from kbm_toolkit.paths import embedded_store_path
         from kbm_toolkit.store import Store
 
@@ -123,7 +124,7 @@ class Context:
             return Store(shipped_store_path(name), readonly=True)
         path, shipped = self.resolved_store_path(), embedded_store_path()
         if self.store_path is None and shipped.is_file():
-            if not path.is_file() or Store(path).db["cells"].count == 0:
+            if not path.is_file() or Store(path).db[holding].count == 0:
                 return Store(shipped, readonly=True)
         return Store(path)
 
@@ -385,9 +386,11 @@ def mutants_cmd(obj: Context, problem: str | None, rule: str | None, family: str
                 status: str | None) -> None:
     """List mutants in the store: id, status and name.
 
+    Reads your store, or the store shipped with kbm when yours has no mutants yet.
+
     Example: kbm mutants --problem demo/2 --family precision
     """
-    store = obj.store(writes=False)
+    store = obj.read_store("mutants")
     key = obj.stored_problem(store, problem) if problem else None
     count = 0
     for row in store.mutants(key, rule, family, status):
@@ -402,9 +405,11 @@ def mutants_cmd(obj: Context, problem: str | None, rule: str | None, family: str
 def show(obj: Context, mutant_id: str) -> None:
     """Show one mutant: rule, family, description, site and unified diff.
 
+    Reads your store, or the store shipped with kbm when yours has no mutants yet.
+
     Example: kbm show 3f2a9c1b
     """
-    store = obj.store(writes=False)
+    store = obj.read_store("mutants")
     row = store.mutant(mutant_id)
     rule = store.db["rules"].get(row["rule"])
     click.echo(f"mutant   {row['id']}\n{row['name']}")

@@ -182,6 +182,21 @@ def test_the_shipped_pool_is_browsable_without_the_checkout(fresh_user: CliRunne
     assert refused.exit_code == 2 and "read-only" in refused.output
 
 
+def test_listing_and_showing_mutants_read_the_shipped_pool_until_yours_has_mutants(
+        fresh_user: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    found = fresh_user.invoke(cli, ["mutants", "--problem", "level1/23"])  # what `kbm audit` just scored
+    assert found.exit_code == 0, found.output
+    first = found.output.split()[0]
+    shown = fresh_user.invoke(cli, ["show", first])
+    assert shown.exit_code == 0 and "--- a/level1/23_Softmax/" in shown.output
+    assert fresh_user.invoke(cli, ["merge", "@demo"]).exit_code == 0  # now the user's store has mutants
+    mine = fresh_user.invoke(cli, ["mutants"])
+    assert mine.exit_code == 0 and " demo/" in mine.output and " level1/" not in mine.output
+    gone = fresh_user.invoke(cli, ["show", first])
+    assert gone.exit_code == 3 and "no mutant with id" in gone.output
+
+
 def test_the_shipped_pool_exports_without_the_checkout(fresh_user: CliRunner, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
