@@ -45,6 +45,8 @@ class Problem:
     path: Path
     origin: str
     """`builtin` (kbm's own set) or `kernelbench` (a user's checkout)."""
+    stored_constants: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The constants a store recorded for it (`problem_from_row`): they stand for the file's."""
 
     @property
     def source(self) -> str:
@@ -62,6 +64,8 @@ class Problem:
     def constants(self) -> dict[str, Any]:
         """The module constants; read without running the file (or importing torch) when every
         one is plain arithmetic on literals, as in KernelBench's files."""
+        if self.stored_constants is not None:
+            return dict(self.stored_constants)
         static = _static_constants(self.source)
         return static if static is not None else self.load().constants
 
@@ -288,10 +292,24 @@ def _is_constant_value(value: Any) -> bool:
     return isinstance(value, (tuple, list)) and all(isinstance(v, _CONSTANT_TYPES) for v in value)
 
 
+def constants_text(problem: Problem) -> str | None:
+    """The problem's module constants as a store keeps them (a Python literal: tuples stay tuples);
+    None when the file cannot say."""
+    try:
+        return repr(problem.constants())
+    except ProblemError:
+        return None
+
+
 def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
     """A Problem from its store row: enough to build a protocol's specs without the file."""
+    try:
+        constants = ast.literal_eval(row["constants"]) if row.get("constants") else None
+    except (ValueError, SyntaxError):  # written by hand, or by a kbm that stored something else
+        constants = None
     return Problem(key, row.get("level") or key.split("/")[0], int(row.get("number") or 0),
-                   row.get("name") or key.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "")
+                   row.get("name") or key.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "",
+                   constants if isinstance(constants, dict) else None)
 
 
 def resolve_problem(problems: dict[str, Problem], ref: str, where: str) -> Problem:

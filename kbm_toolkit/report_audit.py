@@ -90,7 +90,8 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
             console.print(f"  {key}: {why}")
     for name, problems in report.get("unavailable", {}).items():
         console.print(f"[yellow]{name} could not build inputs for {len(problems)} problems[/yellow] "
-                      f"(e.g. {next(iter(problems.values()))}); pass --kernelbench PATH if they are KernelBench's.")
+                      f"(e.g. {next(iter(problems.values()))}): its inputs need their constants, which this store "
+                      "did not record (it predates them), and their files are not at the paths it holds.")
     checks, cells = report["missing"]["checks"], report["missing"]["cells"]
     if checks or cells:
         problems = sorted(set(checks) | set(cells))

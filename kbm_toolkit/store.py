@@ -140,6 +140,13 @@ def m010_run_stats(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("stats", str)
 
 
+@migration
+def m011_problem_constants(db: sqlite_utils.Database) -> None:
+    # a protocol's hook (fuzz-shapes' size variation) builds its specs from the problem's module
+    # constants: stored with the problem, its inputs are known wherever the store goes, checkout or not
+    db["problems"].add_column("constants", str)
+
+
 def _share_columns(sample: float, full: float) -> dict[str, float | None]:
     """A problem's `sample` and `full_rows` columns for these shares (empty: all, and the whole sample)."""
     return {"sample": None if sample >= 1.0 else sample, "full_rows": None if full >= sample else full}
@@ -248,12 +255,14 @@ class Store:
 
     # -- problems and substrates ------------------------------------------------------------
     def record_problem(self, problem: Any) -> None:
-        """Insert or refresh one problem's row."""
+        """Insert or refresh one problem's row, its module constants included."""
+        from kbm_toolkit.problems import constants_text
+
         with self.db.conn:
             self.db["problems"].upsert({
                 "key": problem.key, "level": problem.level, "number": problem.number,
                 "name": problem.name, "origin": problem.origin, "path": str(problem.path),
-                "source_hash": problem.source_hash,
+                "source_hash": problem.source_hash, "constants": constants_text(problem),
             }, pk="key")
 
     def status_counts(self) -> Counter:

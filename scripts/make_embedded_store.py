@@ -11,6 +11,10 @@ hand: every row comes from `kbm` itself.
 `--share F` caps every problem's evaluated share at F: when a wider run stopped part-way (some
 problems at 70%, the rest at 60%), the shipped store scores every problem on the same 60%.
 
+Problems recorded before kbm kept their module constants get them from their files, where those
+are at the recorded paths (run it from the checkout the pool was built from): a hook that varies
+shapes needs them, and the shipped store goes where the files do not.
+
 `--compact` keeps a sampled pool small: a mutant outside its problem's sample keeps only what
 Table 1 and a later, wider `kbm run --sample` need (id, problem, rule, family, status, substrate
 hash); its diff and compile record, and any cells it has, are dropped.
@@ -27,6 +31,7 @@ from pathlib import Path
 
 from kbm_toolkit.mutate import in_sample
 from kbm_toolkit.paths import PACKAGE_DIR
+from kbm_toolkit.problems import constants_text, problem_from_row
 from kbm_toolkit.store import Store, copy_store
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
@@ -57,6 +62,20 @@ def cap_share(store: Store, share: float) -> int:
                                 "and (sample is null or sample > ?)", [share, *evaluated, share]).rowcount
 
 
+def fill_constants(store: Store) -> tuple[int, list[str]]:
+    """Record the constants of problems whose rows lack them, from their files; (filled, still lacking)."""
+    filled, lacking = 0, []
+    with store.db.conn:
+        for row in list(store.db.query("select * from problems where constants is null")):
+            text = constants_text(problem_from_row(row["key"], row))
+            if text is None:
+                lacking.append(row["key"])
+                continue
+            store.db["problems"].update(row["key"], {"constants": text})
+            filled += 1
+    return filled, lacking
+
+
 def main(sources: list[Path], packed: Path, compacted: bool = False, share: float | None = None) -> None:
     packed.parent.mkdir(parents=True, exist_ok=True)
     target = packed.with_suffix("") if packed.suffix == ".xz" else packed
@@ -71,6 +90,10 @@ def main(sources: list[Path], packed: Path, compacted: bool = False, share: floa
         print(f"capped {cap_share(store, share)} problems at a {share:.0%} share")
     if compacted:
         print(f"compacted {compact(store)} mutants outside their problem's sample")
+    filled, lacking = fill_constants(store)
+    if filled or lacking:
+        print(f"recorded the constants of {filled} problems from their files"
+              + (f"; {len(lacking)} lack them, their files not here (e.g. {lacking[0]})" if lacking else ""))
     runs = list(store.db.query("select id, kind, gpu, started from runs where finished is not null "
                                "or id in (select distinct run from cells)"))
     store.close()

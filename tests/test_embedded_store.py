@@ -197,6 +197,17 @@ def test_listing_and_showing_mutants_read_the_shipped_pool_until_yours_has_mutan
     assert gone.exit_code == 3 and "no mutant with id" in gone.output
 
 
+@pytest.mark.parametrize("name", ["kernelbench", "demo"])
+def test_every_shipped_protocol_builds_its_inputs_away_from_the_problem_files(
+        name: str, fresh_user: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    monkeypatch.chdir(tmp_path)  # the stored paths (a checkout's, relative) lead nowhere from here
+    store = Store(shipped_store_path(name), readonly=True)
+    assert store.db.execute("select count(*) from problems where constants is null").fetchone()[0] == 0
+    report = audit(fresh_user, "--store", f"@{name}", "--adapter", "kbv")
+    assert report["unavailable"] == {}  # fuzz-shapes varies sizes from the stored constants
+
+
 def test_the_shipped_pool_exports_without_the_checkout(fresh_user: CliRunner, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KBM_KERNELBENCH", raising=False)

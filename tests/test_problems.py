@@ -185,3 +185,28 @@ def test_constants_fall_back_to_running_the_file_when_they_need_it(tmp_path) -> 
                     "def get_inputs():\n    return [torch.ones(N)]\ndef get_init_inputs():\n    return []\n")
     problem = Problem("t/1_Computed", "t", 1, "Computed", path, "test")
     assert problem.constants() == {"N": 4, "M": 8}
+
+
+def test_a_store_keeps_the_constants_a_shape_hook_needs_so_it_works_without_the_file(tmp_path) -> None:
+    from kbm_toolkit.plugins import load_protocol
+    from kbm_toolkit.problems import problem_from_row
+    from kbm_toolkit.store import Store
+
+    level = tmp_path / "t"
+    level.mkdir()
+    (level / "1_Shape.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "batch_size = 16\ninput_shape = (4, 8)\n\ndef get_inputs():\n    return [torch.rand(batch_size, *input_shape)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    problem = ProblemSet([("builtin", tmp_path)]).get("t/1")
+    store = Store(tmp_path / "kbm.db")
+    store.record_problem(problem)
+    shapes = load_protocol("fuzz-shapes")
+    from_file = [s.id for s in shapes.specs(problem)]
+    (level / "1_Shape.py").unlink()  # the store goes where the file does not
+    row = store.db["problems"].get("t/1_Shape")
+    stored = problem_from_row(row["key"], row)
+    assert stored.constants() == {"batch_size": 16, "input_shape": (4, 8)}  # a tuple stays a tuple
+    assert [s.id for s in shapes.specs(stored)] == from_file and len(from_file) > 5
+    with pytest.raises(ProblemError, match="cannot read the problem file"):  # a row without them needs the file
+        problem_from_row(row["key"], {**row, "constants": "not a literal ("}).constants()
