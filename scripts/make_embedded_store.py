@@ -12,8 +12,9 @@ hand: every row comes from `kbm` itself.
 problems at 70%, the rest at 60%), the shipped store scores every problem on the same 60%.
 
 Problems recorded before kbm kept their module constants get them from their files, where those
-are at the recorded paths (run it from the checkout the pool was built from): a hook that varies
-shapes needs them, and the shipped store goes where the files do not.
+are at the recorded paths (for the KernelBench pool: run it from the repository's root with the
+checkout in third_party/KernelBench): a hook that varies shapes needs them, and the shipped store
+goes where the files do not.
 
 `--compact` keeps a sampled pool small: a mutant outside its problem's sample keeps only what
 Table 1 and a later, wider `kbm run --sample` need (id, problem, rule, family, status, substrate
