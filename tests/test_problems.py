@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.problems import ProblemSet, kernelbench_root, trial_seeds
+from kbm_toolkit.problems import Problem, ProblemSet, kernelbench_root, trial_seeds
 
 from conftest import FIXTURES
 
@@ -121,16 +123,21 @@ def test_every_kernelbench_level1_and_level2_problem_loads(kernelbench_problems:
         assert module.constants, p.key
 
 
-def test_overrides_reach_derived_and_tuple_constants(tmp_path) -> None:
-    level = tmp_path / "t"
-    level.mkdir()
-    (level / "1_Derived.py").write_text(
+def _identity_problem(root: Path, name: str, constants: str, inputs: str, init_inputs: str = "[]") -> Problem:
+    """`root/t/1_<name>.py`: a model that returns its input, with these module constants and inputs."""
+    level = root / "t"
+    level.mkdir(exist_ok=True)
+    (level / f"1_{name}.py").write_text(
         "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
-        "batch = 2\nout_channels = 8\ndepth, height, width = 4, 6, 6\nh2 = w2 = 5\n"
-        "bias_shape = (out_channels, 1, 1)\n\n"
-        "def get_inputs():\n    return [torch.rand(batch, out_channels, depth, height, width)]\n\n"
-        "def get_init_inputs():\n    return [bias_shape]\n")
-    problem = ProblemSet([("builtin", tmp_path)]).get("t/1")
+        f"{constants}\n\ndef get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return {init_inputs}\n")
+    return ProblemSet([("builtin", root)]).get("t/1")
+
+
+def test_overrides_reach_derived_and_tuple_constants(tmp_path) -> None:
+    problem = _identity_problem(tmp_path, "Derived",
+                                "batch = 2\nout_channels = 8\ndepth, height, width = 4, 6, 6\nh2 = w2 = 5\n"
+                                "bias_shape = (out_channels, 1, 1)",
+                                "[torch.rand(batch, out_channels, depth, height, width)]", "[bias_shape]")
     module = problem.load({"out_channels": 3, "height": 7, "w2": 9})
     assert module.constants["bias_shape"] == (3, 1, 1)
     assert (module.constants["depth"], module.constants["height"], module.constants["width"]) == (4, 7, 6)
@@ -139,19 +146,12 @@ def test_overrides_reach_derived_and_tuple_constants(tmp_path) -> None:
 
 
 def test_toml_array_overrides_become_tuples(fixture_set: ProblemSet, tmp_path) -> None:
-    level = tmp_path / "t"
-    level.mkdir()
-    (level / "1_Shape.py").write_text(
-        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
-        "input_shape = (4, 8)\n\ndef get_inputs():\n    return [torch.rand(*input_shape)]\n\n"
-        "def get_init_inputs():\n    return []\n")
-    module = ProblemSet([("builtin", tmp_path)]).get("t/1").load({"input_shape": [3, 5]})
+    problem = _identity_problem(tmp_path, "Shape", "input_shape = (4, 8)", "[torch.rand(*input_shape)]")
+    module = problem.load({"input_shape": [3, 5]})
     assert module.constants["input_shape"] == (3, 5) and module.inputs(0)[0].shape == (3, 5)
 
 
 def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
-    from kbm_toolkit.problems import Problem
-
     with pytest.raises(ProblemError, match="cannot read the problem file"):
         Problem("level1/1_Gone", "level1", 1, "Gone", tmp_path / "1_Gone.py", "kernelbench").load()
 
@@ -177,8 +177,6 @@ def test_constants_read_without_running_agree_with_running_the_file() -> None:
 
 
 def test_constants_fall_back_to_running_the_file_when_they_need_it(tmp_path) -> None:
-    from kbm_toolkit.problems import Problem
-
     path = tmp_path / "1_Computed.py"
     path.write_text("import math\nimport torch\nN = int(math.sqrt(16))\nM = N * 2\n"
                     "class Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
@@ -192,18 +190,13 @@ def test_a_store_keeps_the_constants_a_shape_hook_needs_so_it_works_without_the_
     from kbm_toolkit.problems import problem_from_row
     from kbm_toolkit.store import Store
 
-    level = tmp_path / "t"
-    level.mkdir()
-    (level / "1_Shape.py").write_text(
-        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
-        "batch_size = 16\ninput_shape = (4, 8)\n\ndef get_inputs():\n    return [torch.rand(batch_size, *input_shape)]\n\n"
-        "def get_init_inputs():\n    return []\n")
-    problem = ProblemSet([("builtin", tmp_path)]).get("t/1")
+    problem = _identity_problem(tmp_path, "Shape", "batch_size = 16\ninput_shape = (4, 8)",
+                                "[torch.rand(batch_size, *input_shape)]")
     store = Store(tmp_path / "kbm.db")
     store.record_problem(problem)
     shapes = load_protocol("fuzz-shapes")
     from_file = [s.id for s in shapes.specs(problem)]
-    (level / "1_Shape.py").unlink()  # the store goes where the file does not
+    problem.path.unlink()  # the store goes where the file does not
     row = store.db["problems"].get("t/1_Shape")
     stored = problem_from_row(row["key"], row)
     assert stored.constants() == {"batch_size": 16, "input_shape": (4, 8)}  # a tuple stays a tuple
