@@ -16,10 +16,16 @@ tenth's one-GPU rate, or the pooled one-GPU rate when the tenth has too few one-
 `--retimed STORE:RUNS` adds a re-timing: a copy of the store whose runs on two GPUs were
 removed (`bench/strip_runs.py`) and run again on one. Its runs' seconds count as measured on one
 GPU for the cells they ran, their tenths take its rates, and time this store measured on one GPU
-for cells the copy ran again is not counted twice.
+for cells the copy ran again is not counted twice. Cells the copy wrote that this store lacks are
+work the pool never did (a stripped input check unsettles first-kill rows, say): their share of
+a run's time is left out and the count printed.
 
-    python bench/pool_wall_clock.py --store .kbm/kb.db --runs 3-7,12,16,18-43 --one-gpu \
-        --retimed .kbm/kb-rerun.db:44-99
+A copy lives in git-ignored files that a later session may not have, so `--save-retiming FILE`
+writes what the sum needs from it (its runs' times, cells per tenth, the cells it ran again) to a
+small JSON record, and `--retimed FILE.json` reads one back; `--retimed` may repeat.
+
+    python bench/pool_wall_clock.py --store kb.db --runs 3-7,12,16,18-43 --one-gpu \
+        --retimed bench/retimings/one-h200-0-20.json --retimed bench/retimings/one-h200-20-40.json
 """
 
 from __future__ import annotations
@@ -140,28 +146,88 @@ def rerun_cells(store: Path, runs: list[dict[str, Any]], copy: Path, copy_runs: 
     return Counter(tenth(m) for (m,) in rows)
 
 
+def retimed_runs(store: Path, copy: Path, copy_runs: set[int]) -> list[dict[str, Any]]:
+    """The copy's `copy_runs`, their cells placed in tenths only where this store holds them; the rest `extra`."""
+    from kbm_toolkit.store import Store
+
+    runs = pool_runs(Store(copy, readonly=True), copy_runs)
+    db = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+    try:
+        db.execute("attach database ? as pool", [f"file:{store}?mode=ro"])
+        for r in runs:
+            held = Counter(tenth(m) for (m,) in db.execute(
+                "select c.mutant from cells c join pool.cells p on p.mutant = c.mutant and p.input = c.input "
+                "where c.run = ?", [r["run"]]))
+            r["tenths"], r["extra"] = dict(sorted(held.items())), r["cells"] - sum(held.values())
+    finally:
+        db.close()
+    return runs
+
+
+def save_retiming(path: Path, source: str, store: Path, runs: list[dict[str, Any]], again: Counter) -> None:
+    """Write a re-timing's runs and the cells it ran again as a JSON record `--retimed` reads back."""
+    record = {"source": f"bench/pool_wall_clock.py --store {store} --retimed {source}",
+              "saved": datetime.now().astimezone().isoformat(timespec="seconds"), "runs": runs,
+              "ran_again": {str(t): n for t, n in sorted(again.items())}}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def load_retiming(path: Path) -> tuple[list[dict[str, Any]], Counter]:
+    """A re-timing record's runs (tenths as numbers again) and the cells it ran again, per tenth."""
+    try:
+        record = json.loads(path.read_text())
+        runs = [{**r, "tenths": {float(t): n for t, n in r["tenths"].items()}} for r in record["runs"]]
+        return runs, Counter({float(t): n for t, n in record.get("ran_again", {}).items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SystemExit(f"--retimed {path}: not a re-timing record ({type(e).__name__}: {e})") from None
+
+
+def retiming(spec: str, store: Path, runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], Counter]:
+    """One `--retimed` argument, a record file or STORE:RUNS, as its runs and the cells it ran again."""
+    if spec.endswith(".json"):
+        return load_retiming(Path(spec))
+    path, _, ids = spec.rpartition(":")
+    if not path or not Path(path).is_file():
+        raise SystemExit(f"--retimed {spec}: expected STORE:RUNS with an existing store, or a record FILE.json")
+    copy_runs = retimed_runs(store, Path(path), run_ids(ids))
+    if not copy_runs:
+        raise SystemExit(f"--retimed {spec}: no evaluate run with cells among those runs")
+    return copy_runs, rerun_cells(store, runs, Path(path), {r["run"] for r in copy_runs})
+
+
+def run_line(r: dict[str, Any]) -> str:
+    """One run as a table row: GPUs, wall time, cells, rate and how its cells spread over tenths."""
+    wall = f"{r['wall_s']:7.0f}" if r["wall_s"] is not None else "      ?"
+    rate = f"{r['cells'] / r['wall_s']:7.1f}" if r["wall_s"] else "      ?"
+    spread = ", ".join(f"{t - 0.1:.1f}–{t:.1f} {n / r['cells']:.0%}" for t, n in r["tenths"].items()
+                       if n / r["cells"] >= 0.01)
+    if r.get("extra"):
+        spread += f", not in the pool {r['extra'] / r['cells']:.0%}"
+    return f"{r['run']:>5} {r['gpus']:>4} {wall} {r['cells']:>7,} {rate}  {spread}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--runs", type=run_ids, help="only these runs, e.g. 3-7,17-32 (default: every evaluate run)")
     ap.add_argument("--one-gpu", action="store_true", help="also project the whole matrix on one GPU")
-    ap.add_argument("--retimed", metavar="STORE:RUNS", help="a copy re-timing some of this store's work on one GPU, and its runs")
+    ap.add_argument("--retimed", metavar="STORE:RUNS|FILE.json", action="append", default=[],
+                    help="a copy re-timing some of this store's work on one GPU, and its runs; or its saved record")
+    ap.add_argument("--save-retiming", type=Path, metavar="FILE.json", help="write the one STORE:RUNS re-timing's record here")
     ap.add_argument("--json", type=Path, help="also write the runs and totals here")
     args = ap.parse_args()
     from kbm_toolkit.store import Store
 
     if not args.store.is_file():
         sys.exit(f"{args.store}: no such store")
+    if args.save_retiming and [s.endswith(".json") for s in args.retimed] != [False]:
+        sys.exit("--save-retiming: give exactly one --retimed STORE:RUNS to save")
     runs = pool_runs(Store(args.store, readonly=True), args.runs)
     if not runs:
         sys.exit(f"{args.store}: no evaluate run with cells" + (" among --runs" if args.runs else ""))
-    print(f"{'run':>4} {'GPUs':>4} {'wall s':>7} {'cells':>7} {'cells/s':>7}  tenths (share of the run's cells)")
+    print(f"{'run':>5} {'GPUs':>4} {'wall s':>7} {'cells':>7} {'cells/s':>7}  tenths (share of the run's cells)")
     for r in runs:
-        wall = f"{r['wall_s']:7.0f}" if r["wall_s"] is not None else "      ?"
-        rate = f"{r['cells'] / r['wall_s']:7.1f}" if r["wall_s"] else "      ?"
-        spread = ", ".join(f"{t - 0.1:.1f}–{t:.1f} {n / r['cells']:.0%}" for t, n in r["tenths"].items()
-                           if n / r["cells"] >= 0.01)
-        print(f"{r['run']:>4} {r['gpus']:>4} {wall} {r['cells']:>7,} {rate}  {spread}")
+        print(run_line(r))
     result = totals(runs)
     for gpus, per in result["seconds"].items():
         print(f"on {gpus} GPU{'s' if gpus > 1 else ''}: {sum(per.values()):,.0f} s; "
@@ -170,13 +236,20 @@ def main() -> None:
         print(f"runs {', '.join(map(str, result['unknown']))} were killed outright and recorded no end: "
               "their time is not in the sums")
     if args.one_gpu or args.retimed:
-        other, again = None, None
-        if args.retimed:
-            path, _, ids = args.retimed.rpartition(":")
-            if not path or not Path(path).is_file():
-                sys.exit(f"--retimed {args.retimed}: expected STORE:RUNS with an existing store")
-            other = pool_runs(Store(Path(path), readonly=True), run_ids(ids))
-            again = rerun_cells(args.store, runs, Path(path), {r["run"] for r in other})
+        other, again = [], Counter()
+        for spec in args.retimed:
+            copy_runs, ran_again = retiming(spec, args.store, runs)
+            if args.save_retiming:
+                save_retiming(args.save_retiming, spec, args.store, copy_runs, ran_again)
+            print(f"re-timed in {spec}:")
+            for r in copy_runs:
+                print(run_line(r))
+            extra = sum(r.get("extra", 0) for r in copy_runs)
+            if extra:
+                print(f"  {extra:,} of its cells are not in {args.store} (work the pool never did): "
+                      f"{sum(r['wall_s'] * r.get('extra', 0) / r['cells'] for r in copy_runs):,.0f} s left out")
+            other += copy_runs
+            again += ran_again
         result["one_gpu"] = projection = one_gpu_projection(runs, other, again)
         for t, p in projection.items():
             print(f"  {t - 0.1:.1f}–{t:.1f}: {p['cells']:>6,} cells, {p['measured_s']:6,.0f} s measured on one GPU"

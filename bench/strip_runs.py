@@ -1,14 +1,19 @@
 """A copy of a store without some evaluate runs' work, so that work can be timed again elsewhere.
 
-    python bench/strip_runs.py .kbm/kb.db --runs 3-7,12,16,18-22 --out .kbm/kb-rerun.db
+    python bench/strip_runs.py .kbm/kb.db --runs 20-22 --out .kbm/kb-rerun.db
 
-The KernelBench pool's first 30% ran on two H200s; to measure the whole build on one, those runs'
-work is removed from a copy and redone there (`kbm run --sample 0.1`, then `--first-kill` at 0.2,
-0.3 and 0.4), and `bench/pool_wall_clock.py` sums the new runs with the one-H200 runs kept.
+Parts of the KernelBench pool ran on two H200s; to measure the whole build on one, those runs'
+work is removed from a copy and redone there (runs 3-22 for the first 30%; runs 20-22 for
+20-30% and a third of 30-40%, redone with `kbm run --first-kill --sample 0.3`, then 0.4), and
+`bench/pool_wall_clock.py --retimed` sums the new runs with the one-H200 runs kept.
 
 From the copy it deletes the runs' cells and input checks, returns the mutants their probe
 quarantined to `distinct` (the redo probes them again), and records every problem they touched
-as 0% evaluated with no full rows, as a problem is before its first run. The source is untouched.
+as evaluated up to the share below the first tenth they removed there (0%, with no full rows,
+when that is its first tenth), so `kbm run --sample` plans that work again. A later run's input
+check replaces an earlier one's, so a few checks the earlier tenths relied on go too, and the
+redo writes some cells the pool never ran (first-kill rows a missing check leaves unsettled);
+`bench/pool_wall_clock.py` leaves those out. The source is untouched.
 """
 
 from __future__ import annotations
@@ -19,16 +24,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.pool_wall_clock import run_ids  # noqa: E402
+from bench.pool_wall_clock import run_ids, tenth  # noqa: E402
 from kbm_toolkit.store import copy_store  # noqa: E402
 
 
 def strip_runs(db: sqlite3.Connection, runs: list[int]) -> dict[str, int]:
     """Remove `runs`' work from `db` as described above; return how many rows of each kind."""
     marks = ", ".join("?" * len(runs))
-    touched = [r[0] for r in db.execute(
-        f"select distinct m.problem from cells c join mutants m on m.id = c.mutant where c.run in ({marks})", runs)]
-    counts = {"problems": len(touched)}
+    db.create_function("kbm_tenth", 1, tenth, deterministic=True)
+    first = db.execute(f"select m.problem, min(kbm_tenth(c.mutant)) from cells c join mutants m on m.id = c.mutant "
+                       f"where c.run in ({marks}) group by m.problem", runs).fetchall()
+    counts = {"problems": len(first)}
     with db:
         counts["quarantines"] = db.execute(
             f"update mutants set status = 'distinct' where status = 'crash_probe' and id in (select c.mutant "
@@ -36,7 +42,10 @@ def strip_runs(db: sqlite3.Connection, runs: list[int]) -> dict[str, int]:
             runs).rowcount
         counts["cells"] = db.execute(f"delete from cells where run in ({marks})", runs).rowcount
         counts["input checks"] = db.execute(f"delete from input_checks where run in ({marks})", runs).rowcount
-        db.executemany("update problems set sample = 0.0, full_rows = null where key = ?", [[k] for k in touched])
+        for key, share in first:
+            below = round(share - 0.1, 1)
+            db.execute("update problems set sample = ?, full_rows = case when ? = 0 then null "
+                       "else min(coalesce(full_rows, ?), ?) end where key = ?", [below, below, below, below, key])
     return counts
 
 

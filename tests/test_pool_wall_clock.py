@@ -7,7 +7,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from conftest import load_script
+from conftest import REPO, load_script
 
 from kbm_toolkit.mutate import in_sample
 from kbm_toolkit.paths import shipped_store_path
@@ -83,3 +83,40 @@ def test_cells_a_copy_ran_again_are_found_by_mutant_and_input(tmp_path) -> None:
             db.executemany("insert into cells values (?, ?, ?)", rows)
     runs = [{"run": 4, "gpus": 1, "wall_s": 1.0}, {"run": 5, "gpus": 2, "wall_s": 1.0}]
     assert bench.rerun_cells(here, runs, copy, {9}) == Counter({bench.tenth("a"): 1})  # c ran on two GPUs here
+
+
+def test_a_retimings_cells_the_store_lacks_are_left_out_of_its_time(tmp_path) -> None:
+    bench = _bench()
+    pool, copy = tmp_path / "pool.db", tmp_path / "copy.db"
+    for path in (pool, copy):
+        path.write_bytes(shipped_store_path("demo").read_bytes())
+    with sqlite3.connect(pool) as db:  # the copy's run 14 wrote 100 cells the pool never ran
+        db.execute("delete from cells where rowid in (select rowid from cells where run = 14 limit 100)")
+    (run,) = bench.retimed_runs(pool, copy, {14})
+    assert run["extra"] == 100 and sum(run["tenths"].values()) == run["cells"] - 100
+    seconds = sum(s for _, s in bench.tenth_rates([run]).values())  # what a re-timing's tenths are credited
+    assert seconds == pytest.approx(run["wall_s"] * (run["cells"] - 100) / run["cells"])
+
+
+def test_a_saved_retiming_reads_back_as_it_ran_and_a_bad_record_is_one_line(tmp_path) -> None:
+    bench = _bench()
+    runs = [{"run": 7, "gpus": 1, "workers": 2, "wall_s": 12.5, "cells": 30, "tenths": {0.3: 25, 0.4: 3}, "extra": 2}]
+    path = tmp_path / "retiming.json"
+    bench.save_retiming(path, "copy.db:7", tmp_path / "kb.db", runs, Counter({0.3: 4}))
+    assert bench.load_retiming(path) == (runs, Counter({0.3: 4}))
+    assert bench.retiming(str(path), tmp_path / "kb.db", []) == (runs, Counter({0.3: 4}))
+    path.write_text('{"runs": [{"run": 7}]}')
+    with pytest.raises(SystemExit, match=r"retiming.json: not a re-timing record \(KeyError"):
+        bench.load_retiming(path)
+    with pytest.raises(SystemExit, match="STORE:RUNS with an existing store"):
+        bench.retiming(str(tmp_path / "absent.db:44-99"), tmp_path / "kb.db", [])
+
+
+def test_the_committed_retiming_records_read_back_and_account_for_every_cell() -> None:
+    bench = _bench()
+    records = sorted((REPO / "bench" / "retimings").glob("*.json"))
+    assert records
+    for path in records:
+        runs, _ = bench.load_retiming(path)
+        assert runs and all(r["gpus"] == 1 and r["wall_s"] > 0 for r in runs), path
+        assert all(sum(r["tenths"].values()) + r.get("extra", 0) == r["cells"] for r in runs), path

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import load_script
+
 from kbm_toolkit.paths import shipped_store_path
 from kbm_toolkit.store import Store
 
@@ -59,3 +61,23 @@ def test_a_run_that_is_no_evaluation_or_an_existing_copy_is_one_line(tmp_path: P
     (tmp_path / "y.db").write_bytes(b"")
     result = strip(str(source), "--runs", "2", "--out", str(tmp_path / "y.db"))
     assert result.returncode == 2 and "already exists" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_problem_whose_removed_work_begins_at_a_later_tenth_keeps_the_share_below_it(tmp_path: Path) -> None:
+    tenth = load_script("bench/pool_wall_clock.py").tenth
+    source = tmp_path / "demo.db"
+    shutil.copyfile(shipped_store_path("demo"), source)
+    db = sqlite3.connect(source)  # a later run that did only the 40% and wider tenths of one problem
+    db.create_function("kbm_tenth", 1, tenth)
+    db.execute("insert into runs (id, kind, started) values (99, 'evaluate', '2026-12-01T00:00:00+00:00')")
+    moved = db.execute("update cells set run = 99 where kbm_tenth(mutant) >= 0.4 and mutant in "
+                       "(select id from mutants where problem = 'demo/1_LeakyReLU')").rowcount
+    db.execute("update problems set sample = 0.6, full_rows = 0.5 where key = 'demo/1_LeakyReLU'")
+    db.commit()
+    db.close()
+    out = tmp_path / "rerun.db"
+    result = strip(str(source), "--runs", "99", "--out", str(out))
+    assert result.returncode == 0 and moved and f"{moved:,} cells" in result.stdout, result.stderr
+    rows = dict(((k, (s, f)) for k, s, f in sqlite3.connect(out).execute("select key, sample, full_rows from problems")))
+    assert rows.pop("demo/1_LeakyReLU") == (0.3, 0.3)  # evaluated, with full rows, up to the first removed tenth
+    assert set(rows.values()) == {(None, None)}  # the problems it did not touch keep their whole pool
