@@ -19,11 +19,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from kbm_toolkit.mutate import generate
-from kbm_toolkit.nvrtc import compile_source, nvrtc_version
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.rules import load_rules
-from kbm_toolkit.substrates import has_substrate, substrate_for
+from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.cuda.nvrtc import compile_source, nvrtc_version
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.mutation.rules import load_rules
+from kbm_toolkit.problems.substrate import has_substrate, substrate_for
 
 
 def _compile_ms(args: tuple[str, str]) -> float:

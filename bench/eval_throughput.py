@@ -55,7 +55,7 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
 
 def split_table(seconds: dict[str, float]) -> str:
     """A run's measured split of its worker time, one part per line, largest first."""
-    from kbm_toolkit.evaluation_run import TIME_SPLIT, largest_parts
+    from kbm_toolkit.evaluation.run import TIME_SPLIT, largest_parts
 
     what = {**TIME_SPLIT, "other": "the rest: pipes between worker and parent, task set-up"}
     wall = seconds["wall"] or 1.0
@@ -82,7 +82,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--workers", type=int, help="workers that ran at once, for runs that did not record it")
     args = ap.parse_args()
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.store.store import Store
 
     store = Store(args.store)
     if args.analyse_run is not None:
@@ -90,9 +90,9 @@ def main() -> None:
                          workers=args.workers)
     else:
         from kbm_toolkit.cli import device_env
-        from kbm_toolkit.evaluation_run import run_evaluation
-        from kbm_toolkit.problems import ProblemSet
-        from kbm_toolkit.spec_sources import resolve
+        from kbm_toolkit.evaluation.run import run_evaluation
+        from kbm_toolkit.problems.problem import ProblemSet
+        from kbm_toolkit.evaluation.input_sources import resolve
 
         keys = {r[0] for r in store.db.execute("select distinct problem from mutants")}
         problems = [p for p in ProblemSet.discover(args.kernelbench).select((), args.level) if p.key in keys]

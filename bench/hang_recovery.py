@@ -38,8 +38,8 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
 from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
-from kbm_toolkit.nvrtc import compile_source
-from kbm_toolkit.runtime import device_arch
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.cuda.kernels import device_arch
 import numpy as np
 dev = Device(0); dev.set_current()
 buf = torch.zeros(1024, device="cuda")

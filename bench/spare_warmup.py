@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kbm_toolkit.evaluation_run import COMPILE_NICENESS  # noqa: E402
-from kbm_toolkit.workers import Worker  # noqa: E402
+from kbm_toolkit.evaluation.run import COMPILE_NICENESS  # noqa: E402
+from kbm_toolkit.evaluation.workers import Worker  # noqa: E402
 
 
 def warm() -> None:

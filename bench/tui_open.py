@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbm_toolkit.inputs import InputSpec
+from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.paths import embedded_store_path
-from kbm_toolkit.plugins import all_protocols
-from kbm_toolkit.problems import trial_seeds
-from kbm_toolkit.rules import FAMILIES
-from kbm_toolkit.store import Store
+from kbm_toolkit.protocols.registry import all_protocols
+from kbm_toolkit.problems.problem import trial_seeds
+from kbm_toolkit.mutation.rules import FAMILIES
+from kbm_toolkit.store.store import Store
 from kbm_toolkit.tui.app import KbmApp, MutantsScreen
 
 

@@ -19,7 +19,7 @@ def data_dir(name: str) -> Path:
     A wheel carries it inside the package; an editable install or a checkout reads it from the
     repository's top level.
     """
-    inside = PACKAGE_DIR / name
+    inside = PACKAGE_DIR / "data" / name
     if inside.is_dir():
         return inside
     return REPO_DIR / name
@@ -72,7 +72,7 @@ def shipped_store_path(name: str = "kernelbench") -> Path:
 
 
 def _schema_version() -> int:
-    from kbm_toolkit.store import MIGRATIONS
+    from kbm_toolkit.store.store import MIGRATIONS
 
     return len(MIGRATIONS)
 
@@ -81,7 +81,7 @@ def _upgrade(path: Path) -> None:
     """Apply this kbm's pending migrations to an unpacked copy, once, so reads need no upgrade."""
     import sqlite3
 
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.store.store import Store
 
     Store(path).close()
     with sqlite3.connect(path) as conn:  # back to one file: readers open it read-only

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from kbm_toolkit.paths import shipped_store_path
-from kbm_toolkit.plugins import all_protocols
+from kbm_toolkit.protocols.registry import all_protocols
 
 SIZE = (120, 34)
 FIGURES = ("missed_by_family", "problem_miss_curve", "budget_curve", "blind_band")

@@ -30,10 +30,10 @@ def main() -> None:
     ap.add_argument("--sample", type=float, help="score only this share of each problem's mutants")
     args = ap.parse_args()
     from kbm_toolkit.paths import embedded_store_path
-    from kbm_toolkit.plugins import all_protocols, load_protocol
-    from kbm_toolkit.refcheck import flags
-    from kbm_toolkit.score import audit, load_matrices, run_protocol, witnessed
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+    from kbm_toolkit.evaluation.reference_check import flags
+    from kbm_toolkit.analysis.score import audit, load_matrices, run_protocol, witnessed
+    from kbm_toolkit.store.store import Store
 
     path = args.store or embedded_store_path()
     if not path.is_file():

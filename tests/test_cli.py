@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from kbm_toolkit import __version__
 from kbm_toolkit.cli import cli
-from kbm_toolkit.exit_codes import ExitCode
+from kbm_toolkit.cli.exit_codes import ExitCode
 
 COMMANDS = sorted(cli.commands)
 
@@ -66,7 +66,7 @@ def test_gate_without_a_gpu_compiles_and_says_so(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(cli, ["--store", str(store), "gate", "demo/1"])
     assert result.exit_code == 0, result.output
     assert "NVRTC compile" in result.output and "No CUDA device visible" in result.output
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.store.store import Store
 
     (row,) = list(Store(store).substrates())
     assert row["problem"] == "demo/1_LeakyReLU" and row["image_hash"]
@@ -102,7 +102,7 @@ def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner,
     import shutil
 
     from kbm_toolkit.paths import shipped_store_path
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.store.store import Store
 
     path = tmp_path / "s.db"
     shutil.copy(shipped_store_path("demo"), path)
@@ -130,9 +130,9 @@ def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner,
 
 def test_an_interrupted_run_says_what_it_stored_and_exits_130(runner: CliRunner, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import kbm_toolkit.cli as cli_module
-    import kbm_toolkit.evaluation_run as evaluation_run
-    from kbm_toolkit.store import Store
+    import kbm_toolkit.cli.commands as cli_module
+    import kbm_toolkit.evaluation.run as evaluation_run
+    from kbm_toolkit.store.store import Store
 
     def interrupted(store: Store, *args: object, **kw: object) -> None:
         run = store.start_run("evaluate", {"gpu": "fake"})
@@ -155,7 +155,7 @@ def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on() -> None:
     import time
 
     # a command stuck in a wait, as a run that will not stop was on the H200
-    code = ("import sys, time, kbm_toolkit.cli as c\n"
+    code = ("import sys, time, kbm_toolkit.cli.commands as c\n"
             "def stuck(**_):\n    print('up', flush=True)\n    time.sleep(3)\n    print('went on', flush=True)\n"
             "c.cli = stuck\nc.main()\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -203,7 +203,7 @@ def test_a_run_with_nothing_to_evaluate_says_why(runner: CliRunner, tmp_path: Pa
 
 
 def test_tables_printed_through_rich_stop_on_a_closed_pipe_like_the_rest() -> None:
-    from kbm_toolkit import terminal
+    from kbm_toolkit.report import terminal
 
     class Closed:
         def write(self, text: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.exit_codes import ExitCode
+from kbm_toolkit.cli.exit_codes import ExitCode
 
 from conftest import REPO, load_script
 

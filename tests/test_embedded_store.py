@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
 from kbm_toolkit.paths import embedded_store_path, shipped_store_path
-from kbm_toolkit.store import Store
+from kbm_toolkit.store.store import Store
 
 PROTOCOLS = ("kernelbench", "kbv", "fuzz")
 
@@ -53,7 +53,7 @@ def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
 
 def test_a_shipped_store_is_unpacked_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KBM_CACHE", str(tmp_path))
-    from kbm_toolkit.store import MIGRATIONS
+    from kbm_toolkit.store.store import MIGRATIONS
 
     first = shipped_store_path("demo")
     assert first.parent == tmp_path / "shipped" and first.is_file()
@@ -128,8 +128,8 @@ def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_
 
 
 def test_leaving_out_quiet_cells_changes_no_score() -> None:
-    from kbm_toolkit.plugins import all_protocols
-    from kbm_toolkit.score import load_matrices, run_protocol
+    from kbm_toolkit.protocols.registry import all_protocols
+    from kbm_toolkit.analysis.score import load_matrices, run_protocol
 
     store = Store(embedded_store_path(), readonly=True)
     protocols = all_protocols()

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-import kbm_toolkit.evaluation_run as evaluation_run
-from kbm_toolkit.evaluation_run import run_evaluation
-from kbm_toolkit.inputs import InputSpec
-from kbm_toolkit.mutation_run import mutate_problems
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.protocols import load_protocols
-from kbm_toolkit.rules import load_rules
-from kbm_toolkit.store import Store
+import kbm_toolkit.evaluation.run as evaluation_run
+from kbm_toolkit.evaluation.run import run_evaluation
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.mutation.campaign import mutate_problems
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.protocols.protocol import load_protocols
+from kbm_toolkit.mutation.rules import load_rules
+from kbm_toolkit.store.store import Store
 
 from conftest import REPO
 
@@ -124,10 +124,10 @@ import json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 from typing import Any
-from kbm_toolkit.store import Store
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.protocols import load_protocols
-from kbm_toolkit.evaluation_run import run_evaluation
+from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.protocols.protocol import load_protocols
+from kbm_toolkit.evaluation.run import run_evaluation
 import test_evaluation as t
 store = Store({db!r})
 try:
@@ -195,8 +195,8 @@ def test_a_stop_that_overruns_prints_where_each_thread_is(tmp_path: Path) -> Non
     seeded_store(tmp_path / "s.db")
     runner = RUNNER.format(tests=str(REPO / "tests"), db=str(tmp_path / "s.db")).replace("store = Store(", """
 import time
-import kbm_toolkit.evaluation_run as er
-from kbm_toolkit.workers import Worker
+import kbm_toolkit.evaluation.run as er
+from kbm_toolkit.evaluation.workers import Worker
 er.STOP_DUMP_S = 0.5
 real_close = Worker.close
 def slow_close(self, *a):  # a clean-up that takes longer than it should
@@ -217,8 +217,8 @@ store = Store(""")
 
 def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.mutate import in_sample
-    from kbm_toolkit.protocols import Protocol
+    from kbm_toolkit.mutation.mutants import in_sample
+    from kbm_toolkit.protocols.protocol import Protocol
 
     a = Protocol("a", "", 1e-2, ({"trials": 3},))
     problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
@@ -261,7 +261,7 @@ def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_pa
 def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    import kbm_toolkit.cli as cli_module
+    import kbm_toolkit.cli.commands as cli_module
 
     store, ids = seeded_store(tmp_path / "s.db")
     store.close()
@@ -297,8 +297,8 @@ def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path,
 
 def test_a_sampled_run_evaluates_its_share_and_widens_without_redoing_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.mutate import in_sample
-    from kbm_toolkit.score import load_matrices
+    from kbm_toolkit.mutation.mutants import in_sample
+    from kbm_toolkit.analysis.score import load_matrices
 
     store, ids = seeded_store(tmp_path / "s.db")
     monkeypatch.setenv("KBM_FAKE", "{}")
@@ -400,7 +400,7 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    import kbm_toolkit.cli as cli_module
+    import kbm_toolkit.cli.commands as cli_module
 
     # every probe passes (the ceiling is the largest scale probed); the correct kernel fails on NaN inputs
     monkeypatch.setenv("KBM_FAKE", '{"invalid": ["nan_element"]}')
@@ -448,7 +448,7 @@ def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path
 
 def test_an_interrupted_wider_run_leaves_the_share_it_had_finished(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.score import load_matrices
+    from kbm_toolkit.analysis.score import load_matrices
 
     store, ids = seeded_store(tmp_path / "s.db")
     monkeypatch.setenv("KBM_FAKE", "{}")
@@ -479,8 +479,8 @@ def test_an_interrupted_wider_run_leaves_the_share_it_had_finished(tmp_path: Pat
 
 def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchanged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.protocols import Protocol
-    from kbm_toolkit.score import load_matrices, run_protocol
+    from kbm_toolkit.protocols.protocol import Protocol
+    from kbm_toolkit.analysis.score import load_matrices, run_protocol
 
     # `a` and `b` share the first official trial; b's tolerance is stricter, as kbv's is
     a = Protocol("a", "", 1e-2, ({"trials": 3},))
@@ -521,7 +521,7 @@ def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchang
 
 
 def test_first_kill_runs_past_the_full_rows_keep_their_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.protocols import Protocol
+    from kbm_toolkit.protocols.protocol import Protocol
 
     a = Protocol("a", "", 1e-2, ({"trials": 3},))
     store, _ = seeded_store(tmp_path / "s.db")
@@ -550,8 +550,8 @@ def test_merging_keeps_the_wider_share_of_full_rows() -> None:
 
 def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.protocols import Protocol
-    from kbm_toolkit.score import load_matrices, run_protocol
+    from kbm_toolkit.protocols.protocol import Protocol
+    from kbm_toolkit.analysis.score import load_matrices, run_protocol
 
     a = Protocol("a", "", 1e-2, ({"trials": 2},))
     b = Protocol("b", "", 1e-2, ({"trials": 2, "seed_offset": 3},))  # inputs of b only, run first
@@ -576,7 +576,7 @@ def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
 
 
 def test_the_compile_pool_yields_the_cpu_to_workers_and_spares() -> None:
-    from kbm_toolkit.evaluation_run import COMPILE_NICENESS, compile_pool
+    from kbm_toolkit.evaluation.run import COMPILE_NICENESS, compile_pool
 
     with compile_pool(1) as pool:
         assert pool.submit(os.nice, 0).result() == min(os.nice(0) + COMPILE_NICENESS, 19)

@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.export import stryker_report
-from kbm_toolkit.mutation_run import mutate_problems
-from kbm_toolkit.plugins import load_protocol
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.store import Store
-from kbm_toolkit.substrates import substrate_for
+from kbm_toolkit.report.stryker import stryker_report
+from kbm_toolkit.mutation.campaign import mutate_problems
+from kbm_toolkit.protocols.registry import load_protocol
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.substrate import substrate_for
 
 from test_mutate import SCREENING_RULES
 

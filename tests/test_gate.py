@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from kbm_toolkit.gate import fp64_adjudication, gate_specs, unrefereeable
-from kbm_toolkit.problems import ProblemSet, trial_seeds
-from kbm_toolkit.substrates import substrate_for
+from kbm_toolkit.evaluation.gate import fp64_adjudication, gate_specs, unrefereeable
+from kbm_toolkit.problems.problem import ProblemSet, trial_seeds
+from kbm_toolkit.problems.substrate import substrate_for
 
 
 class Sum(torch.nn.Module):
@@ -61,7 +61,7 @@ def test_a_constant_reference_is_unrefereeable_and_a_varying_one_is_not() -> Non
 
 
 def test_store_marks_unrefereeable_problems(fresh_store, demo: ProblemSet) -> None:
-    from kbm_toolkit.gate import GateResult
+    from kbm_toolkit.evaluation.gate import GateResult
 
     problem = demo.get("demo/1")
     fresh_store.record_problem(problem)
@@ -72,7 +72,7 @@ def test_store_marks_unrefereeable_problems(fresh_store, demo: ProblemSet) -> No
 
 
 def test_run_reference_builds_each_model_once(demo: ProblemSet) -> None:
-    from kbm_toolkit.execute import run_reference
+    from kbm_toolkit.cuda.execution import run_reference
 
     problem = demo.get("demo/1")
     specs = gate_specs(problem, substrate_for(problem))

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from kbm_toolkit.errors import ContractViolation
-from kbm_toolkit.execute import LoadedKernel
-from kbm_toolkit.gate import run_gate
-from kbm_toolkit.nvrtc import compile_source
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.runtime import device_arch
-from kbm_toolkit.substrates import substrate_for
+from kbm_toolkit.cuda.execution import LoadedKernel
+from kbm_toolkit.evaluation.gate import run_gate
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.cuda.kernels import device_arch
+from kbm_toolkit.problems.substrate import substrate_for
 
 pytestmark = pytest.mark.gpu
 
@@ -63,11 +63,11 @@ def test_inputs_are_built_on_the_gpu(demo: ProblemSet) -> None:
 
 def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(tmp_path: Path,
                                                                                  demo: ProblemSet) -> None:
-    from kbm_toolkit.evaluation_run import run_evaluation
-    from kbm_toolkit.mutate import generate, screen
-    from kbm_toolkit.rules import _parse, load_rules
-    from kbm_toolkit.spec_sources import official_specs
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.evaluation.run import run_evaluation
+    from kbm_toolkit.mutation.mutants import generate, screen
+    from kbm_toolkit.mutation.rules import _parse, load_rules
+    from kbm_toolkit.evaluation.input_sources import official_specs
+    from kbm_toolkit.store.store import Store
 
     crash = _parse({"name": "force-crash", "family": "indexing", "description": "write far out of bounds",
                     "pattern": r"out\[i\] = ", "replacement": "out[i + (1LL << 40)] = "}, Path("t.toml"), 0)
@@ -98,12 +98,12 @@ def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(
 
 
 def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path, demo: ProblemSet) -> None:
-    from kbm_toolkit.evaluation_run import run_evaluation
-    from kbm_toolkit.mutation_run import mutate_problems
-    from kbm_toolkit.plugins import load_protocol
-    from kbm_toolkit.score import load_matrices, run_protocol
-    from kbm_toolkit.spec_sources import resolve
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.evaluation.run import run_evaluation
+    from kbm_toolkit.mutation.campaign import mutate_problems
+    from kbm_toolkit.protocols.registry import load_protocol
+    from kbm_toolkit.analysis.score import load_matrices, run_protocol
+    from kbm_toolkit.evaluation.input_sources import resolve
+    from kbm_toolkit.store.store import Store
 
     problem = demo.get("demo/3")
     protocols = [load_protocol("kernelbench"), load_protocol("kbv")]

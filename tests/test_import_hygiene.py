@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-HEADLESS = ["kbm_toolkit.store", "kbm_toolkit.margin", "kbm_toolkit.cli", "kbm_toolkit.report_gate",
-            "kbm_toolkit.problems", "kbm_toolkit.gate", "kbm_toolkit.inputs", "kbm_toolkit.score",
-            "kbm_toolkit.report_audit", "kbm_toolkit.protocols", "kbm_toolkit.plugins",
-            "kbm_toolkit.rules", "kbm_toolkit.mutation_run", "kbm_toolkit.evaluation_run",
-            "kbm_toolkit.suite", "kbm_toolkit.targets", "kbm_toolkit.export", "kbm_toolkit.report_figures"]
+HEADLESS = ["kbm_toolkit.store.store", "kbm_toolkit.cuda.comparison", "kbm_toolkit.cli", "kbm_toolkit.report.gate",
+            "kbm_toolkit.problems.problem", "kbm_toolkit.evaluation.gate", "kbm_toolkit.problems.input_spec", "kbm_toolkit.analysis.score",
+            "kbm_toolkit.report.audit", "kbm_toolkit.protocols.protocol", "kbm_toolkit.protocols.registry",
+            "kbm_toolkit.mutation.rules", "kbm_toolkit.mutation.campaign", "kbm_toolkit.evaluation.run",
+            "kbm_toolkit.analysis.suite", "kbm_toolkit.analysis.targets", "kbm_toolkit.report.stryker", "kbm_toolkit.report.figures"]
 
 
 @pytest.mark.parametrize("module", HEADLESS)
@@ -24,7 +24,7 @@ def test_module_does_not_import_cuda(module: str) -> None:
 
 
 def test_store_does_not_import_torch() -> None:
-    code = ("import sys, kbm_toolkit.store, kbm_toolkit.report_gate, kbm_toolkit.score, "
-            "kbm_toolkit.report_audit; print('torch' in sys.modules)")
+    code = ("import sys, kbm_toolkit.store.store, kbm_toolkit.report.gate, kbm_toolkit.analysis.score, "
+            "kbm_toolkit.report.audit; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

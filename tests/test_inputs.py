@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from kbm_toolkit.errors import KbmError
-from kbm_toolkit.inputs import InputSpec
-from kbm_toolkit.problems import ProblemSet
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import ProblemSet
 
 from conftest import FIXTURES
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from kbm_toolkit.margin import Outcome, compare
+from kbm_toolkit.cuda.comparison import Outcome, compare
 
 
 @pytest.mark.parametrize("seed", range(20))

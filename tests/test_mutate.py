@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.mutate import generate, screen, substrate_hash
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.rules import _parse, load_rules
-from kbm_toolkit.store import Store
-from kbm_toolkit.substrates import Substrate, substrate_for
+from kbm_toolkit.mutation.mutants import generate, screen, substrate_hash
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.mutation.rules import _parse, load_rules
+from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.substrate import Substrate, substrate_for
 
 
 def rule(name: str, pattern: str, replacement: str, **extra):
@@ -121,7 +121,7 @@ def test_cli_mutate_list_and_show(tmp_path: Path) -> None:
 
 
 def test_cli_mutate_skips_ungated_substrates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kbm_toolkit.mutation_run.embedded_store_path", lambda: tmp_path / "none.db")
+    monkeypatch.setattr("kbm_toolkit.mutation.campaign.embedded_store_path", lambda: tmp_path / "none.db")
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "mutate", "demo/1"])
     assert result.exit_code == 0 and "skipped demo/1_LeakyReLU: not gated" in result.output
 
@@ -142,13 +142,13 @@ def test_cli_unknown_rule_and_mutant(tmp_path: Path) -> None:
     ("out[i] = acc;", "out[i] = -(acc);", ("acc", "-(acc)")),
 ])
 def test_names_show_the_actual_edit(original: str, replacement: str, shown: tuple) -> None:
-    from kbm_toolkit.mutate import changed_part
+    from kbm_toolkit.mutation.mutants import changed_part
 
     assert changed_part(original, replacement) == shown
 
 
 def test_samples_are_a_fair_nested_draw() -> None:
-    from kbm_toolkit.mutate import in_sample, mutant_id
+    from kbm_toolkit.mutation.mutants import in_sample, mutant_id
 
     ids = [mutant_id("p", "h", "r", i, i + 1, "x") for i in range(4000)]
     tenth = {m for m in ids if in_sample(m, 0.1)}

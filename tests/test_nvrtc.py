@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from kbm_toolkit.errors import CompileError
-from kbm_toolkit.nvrtc import compile_source
-from kbm_toolkit.signatures import entry_points
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.cuda.signatures import entry_points
 
 SOURCE = """
 extern "C" __global__ void scale(const float* __restrict__ x, float* out, long long n, float a) {

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.problems import Problem, ProblemSet, kernelbench_root, trial_seeds
+from kbm_toolkit.problems.problem import Problem, ProblemSet, kernelbench_root, trial_seeds
 
 from conftest import FIXTURES
 
@@ -32,7 +32,7 @@ def test_seeds_are_torchs_draws_without_torch() -> None:
     assert trial_seeds(3, seed=7) == [torch.randint(0, 2**32 - 1, (1,), generator=g).item() for _ in range(3)]
     torch.manual_seed(42)
     assert trial_seeds(700)[-5:] == [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(700)][-5:]
-    code = "import sys; from kbm_toolkit.problems import trial_seeds; trial_seeds(105); print('torch' in sys.modules)"
+    code = "import sys; from kbm_toolkit.problems.problem import trial_seeds; trial_seeds(105); print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
@@ -157,7 +157,7 @@ def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
 
 
 def test_constants_read_without_running_agree_with_running_the_file() -> None:
-    from kbm_toolkit.problems import _static_constants
+    from kbm_toolkit.problems.problem import _static_constants
 
     from conftest import KERNELBENCH
 
@@ -186,9 +186,9 @@ def test_constants_fall_back_to_running_the_file_when_they_need_it(tmp_path) -> 
 
 
 def test_a_store_keeps_the_constants_a_shape_hook_needs_so_it_works_without_the_file(tmp_path) -> None:
-    from kbm_toolkit.plugins import load_protocol
-    from kbm_toolkit.problems import problem_from_row
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.protocols.registry import load_protocol
+    from kbm_toolkit.problems.problem import problem_from_row
+    from kbm_toolkit.store.store import Store
 
     problem = _identity_problem(tmp_path, "Shape", "batch_size = 16\ninput_shape = (4, 8)",
                                 "[torch.rand(batch_size, *input_shape)]")

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.exit_codes import ExitCode
-from kbm_toolkit.plugins import adapter_names, load_protocol
-from kbm_toolkit.problems import ProblemSet, trial_seeds
-from kbm_toolkit.protocols import load_protocols
-from kbm_toolkit.store import Store
+from kbm_toolkit.cli.exit_codes import ExitCode
+from kbm_toolkit.protocols.registry import adapter_names, load_protocol
+from kbm_toolkit.problems.problem import ProblemSet, trial_seeds
+from kbm_toolkit.protocols.protocol import load_protocols
+from kbm_toolkit.store.store import Store
 
 from test_score import seed
 
@@ -24,7 +24,7 @@ def test_builtin_adapters_register_by_entry_point() -> None:
 
 
 def test_builtin_adapters_are_found_in_an_uninstalled_source_tree(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kbm_toolkit.plugins as plugins
+    import kbm_toolkit.protocols.registry as plugins
 
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
     assert plugins.adapter_names() == ["fuzz", "kbv", "kernelbench"]
@@ -47,7 +47,7 @@ def test_kbv_scales_floating_inputs_on_seeded_configs(demo: ProblemSet) -> None:
 
 
 def test_kbv_excludes_constant_output_problems(tmp_path: Path) -> None:
-    from kbm_toolkit.problems import Problem
+    from kbm_toolkit.problems.problem import Problem
 
     problem = Problem("level2/23_Conv3d_GroupNorm_Mean", "level2", 23, "Conv3d_GroupNorm_Mean", tmp_path, "kernelbench")
     assert load_protocol("kbv").specs(problem) == []
@@ -174,8 +174,8 @@ def test_missing_cells_are_listed_with_the_command_that_fills_them(seeded_db: st
 
 
 def test_several_input_sources_give_their_union_once() -> None:
-    from kbm_toolkit.problems import ProblemSet
-    from kbm_toolkit.spec_sources import resolve
+    from kbm_toolkit.problems.problem import ProblemSet
+    from kbm_toolkit.evaluation.input_sources import resolve
 
     problem = ProblemSet.discover().get("demo/3")
     kb, kbv = resolve("kernelbench")(problem), resolve("kbv")(problem)

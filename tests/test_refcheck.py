@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.plugins import load_protocol
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.refcheck import flags, refcheck_task
-from kbm_toolkit.score import audit, load_matrices
-from kbm_toolkit.store import Store
+from kbm_toolkit.protocols.registry import load_protocol
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.evaluation.reference_check import flags, refcheck_task
+from kbm_toolkit.analysis.score import audit, load_matrices
+from kbm_toolkit.store.store import Store
 
 from test_score import seed
 

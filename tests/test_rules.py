@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kbm_toolkit.nvrtc import compile_source
-from kbm_toolkit.rules import FAMILIES, RuleError, load_rules
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.mutation.rules import FAMILIES, RuleError, load_rules
 
 from conftest import FIXTURES
 
@@ -112,7 +112,7 @@ def test_guards_restrict_sites() -> None:
     text = "for (int i = 0; i < n; i++) { if (i < m) x[i] = 0; }\n"
     path_rules = [r for r in RULES if r.name == "plus2minus"]
     assert path_rules  # the engine is exercised below with an ad-hoc rule
-    from kbm_toolkit.rules import _parse
+    from kbm_toolkit.mutation.rules import _parse
 
     loop = _parse({"name": "t", "family": "boundary", "description": "d", "pattern": r"<",
                    "replacement": "<=", "guard": {"inside": "loop-header"}}, Path("t.toml"), 0)

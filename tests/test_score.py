@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbm_toolkit.plugins import load_protocol
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.score import audit, bootstrap_band, load_matrices, run_protocol
-from kbm_toolkit.store import Store
+from kbm_toolkit.protocols.registry import load_protocol
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.analysis.score import audit, bootstrap_band, load_matrices, run_protocol
+from kbm_toolkit.store.store import Store
 
 KB, KBV = load_protocol("kernelbench"), load_protocol("kbv")
 
@@ -129,7 +129,7 @@ def test_a_mutant_stopped_by_a_crash_lacks_cells_only_where_they_matter(demo: Pr
 
 
 def test_survivors_are_the_scored_mutants_a_protocol_misses(demo: ProblemSet) -> None:
-    from kbm_toolkit.score import survivors
+    from kbm_toolkit.analysis.score import survivors
 
     store = Store(":memory:")
     seed(store, demo.get("demo/1"))

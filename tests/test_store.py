@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from kbm_toolkit.errors import StoreError
-from kbm_toolkit.gate import GateResult, GateRow
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.store import MIGRATIONS, Store
+from kbm_toolkit.evaluation.gate import GateResult, GateRow
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.store.store import MIGRATIONS, Store
 
 
 def test_new_store_has_every_migration_and_none_pending(fresh_store: Store) -> None:
@@ -101,8 +101,8 @@ def test_reference_magnitudes_are_stored_with_input_checks(fresh_store: Store) -
 
 
 def test_mutant_ids_are_rekeyed_by_problem_with_their_cells(db_path: Path) -> None:
-    from kbm_toolkit.mutate import mutant_id
-    from kbm_toolkit.store import m005_problem_scoped_mutant_ids
+    from kbm_toolkit.mutation.mutants import mutant_id
+    from kbm_toolkit.store.store import m005_problem_scoped_mutant_ids
 
     store = Store(db_path)
     site = {"substrate_hash": "s" * 64, "rule": "mul2div", "start": 10, "end": 11, "replacement": "/"}
@@ -138,7 +138,7 @@ def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp
 
 
 def test_a_readonly_store_at_an_older_schema_is_read_upgraded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kbm_toolkit.store as store_module
+    import kbm_toolkit.store.store as store_module
 
     monkeypatch.setattr(store_module, "MIGRATIONS", store_module.MIGRATIONS[:-1])
     Store(db_path).close()  # written by the kbm before the last migration

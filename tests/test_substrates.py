@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kbm_toolkit.dryrun import dry_run
+from kbm_toolkit.cuda.dryrun import dry_run
 from kbm_toolkit.errors import ContractViolation, LaunchError, SubstrateError
-from kbm_toolkit.nvrtc import compile_source
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.substrates import Substrate, substrate_for, substrates_root
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.substrate import Substrate, substrate_for, substrates_root
 
 from conftest import KERNELBENCH
 
@@ -87,7 +87,7 @@ def test_the_guard_leaves_torch_dynamo_unimported() -> None:
     import sys
 
     # a worker's first guarded launch imported torch._dynamo: 4-5 s of each start on the H200 host
-    code = ("import sys, torch\nfrom kbm_toolkit.launch_guard import guard\n"
+    code = ("import sys, torch\nfrom kbm_toolkit.cuda.launch_guard import guard\n"
             "with guard('here'):\n    torch.zeros(4).view(2, 2)\nprint('torch._dynamo' in sys.modules)\n")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"

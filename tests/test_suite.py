@@ -8,12 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.inputs import InputSpec
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.protocols import load_protocols
-from kbm_toolkit.score import load_matrices
-from kbm_toolkit.store import Store
-from kbm_toolkit.suite import budget_curve, emit_protocol, greedy_cover, half, input_kind, kill_sets, kind_prior
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.protocols.protocol import load_protocols
+from kbm_toolkit.analysis.score import load_matrices
+from kbm_toolkit.store.store import Store
+from kbm_toolkit.analysis.suite import budget_curve, emit_protocol, greedy_cover, half, input_kind, kill_sets, kind_prior
 
 
 def test_greedy_cover_takes_the_biggest_gain_first_and_stops_when_nothing_is_left() -> None:

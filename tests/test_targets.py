@@ -8,9 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.problems import ProblemSet
-from kbm_toolkit.protocols import load_protocols
-from kbm_toolkit.targets import CEILING_SCALES, ceiling, ceiling_probes, emit_targets, targeted_specs
+from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.protocols.protocol import load_protocols
+from kbm_toolkit.analysis.targets import CEILING_SCALES, ceiling, ceiling_probes, emit_targets, targeted_specs
 
 
 def checks_valid_up_to(probes: list, mixed: float, same: float) -> dict:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.workers import Worker, WorkerClosed
+from kbm_toolkit.evaluation.workers import Worker, WorkerClosed
 
 
 def task(command: dict) -> object:
@@ -150,7 +150,7 @@ def test_a_worker_measures_how_its_children_warmed_and_whether_a_spare_was_ready
 
 
 def test_a_worker_records_where_each_childs_warm_up_went() -> None:
-    from kbm_toolkit.evaluation_run import spare_stats
+    from kbm_toolkit.evaluation.run import spare_stats
 
     with Worker(TARGET, warm="test_workers:nap") as worker:
         worker.run({"do": "echo", "value": 0}, timeout=60)

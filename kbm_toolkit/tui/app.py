@@ -1,6 +1,6 @@
 """The Textual app: overview, miss patterns and problems as modes; mutant lists and details pushed.
 
-Data comes from `kbm_toolkit.browse` in thread workers (each opens its own read-only store), so
+Data comes from `kbm_toolkit.analysis.overview` in thread workers (each opens its own read-only store), so
 the UI thread never queries SQLite.
 """
 
@@ -17,10 +17,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from kbm_toolkit.browse import Overview, mutant_detail, overview
-from kbm_toolkit.protocols import Protocol
-from kbm_toolkit.report_audit import sample_words
-from kbm_toolkit.store import Store
+from kbm_toolkit.analysis.overview import Overview, mutant_detail, overview
+from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.report.audit import sample_words
+from kbm_toolkit.store.store import Store
 
 
 def _pct(x: float | None) -> Text:

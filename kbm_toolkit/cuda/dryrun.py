@@ -1,0 +1,104 @@
+"""Check a substrate without a GPU: run its launcher on meta tensors against its kernels' signatures.
+
+Every launch is checked for argument count and types, tensor dtypes and contiguity, and launch
+dimensions within CUDA's limits; the launcher runs under the no-torch-compute guard; the output's
+shape and dtype are compared with the reference's, computed on the meta device. CI runs this for
+every shipped substrate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbm_toolkit.errors import SubstrateError
+from kbm_toolkit.cuda.launch_checks import check_launch
+from kbm_toolkit.cuda.launch_guard import guard
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.cuda.kernels import as_shape
+from kbm_toolkit.cuda.signatures import Signature
+from kbm_toolkit.problems.substrate import Substrate
+
+@dataclass
+class Launch:
+    """One launch a launcher asked for."""
+
+    kernel: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    shmem: int
+
+
+@dataclass
+class DryRun:
+    """What a launcher did with one input."""
+
+    launches: list[Launch] = field(default_factory=list)
+    output_shape: tuple[int, ...] = ()
+    reference_shape: tuple[int, ...] | None = None
+    """None when the reference cannot run on meta tensors; then only the launcher is checked."""
+
+
+class RecordingKernels:
+    """Stands in for `runtime.Kernels`: validates every launch against the signatures, runs nothing."""
+
+    def __init__(self, signatures: dict[str, Signature], where: str) -> None:
+        import torch
+
+        self._torch = torch
+        self._signatures = signatures
+        self._where = where
+        self.launches: list[Launch] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._signatures:
+            raise AttributeError(f"{self._where}: no extern \"C\" __global__ kernel named {name!r}")
+        return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
+
+    def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
+        g, b = check_launch(self._signatures[name], args, grid, block, shmem, self._where, "meta")
+        self.launches.append(Launch(name, g, b, int(shmem)))
+
+    def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
+        return self._torch.empty(as_shape(shape), dtype=dtype or self._torch.float32, device="meta")
+
+    def empty_like(self, like: Any, dtype: Any = None) -> Any:
+        return self._torch.empty_like(like, dtype=dtype, memory_format=self._torch.contiguous_format)
+
+    def zeros(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
+        return self._torch.zeros(as_shape(shape), dtype=dtype or self._torch.float32, device="meta")
+
+    cdiv = staticmethod(lambda a, b: -(-int(a) // int(b)))
+
+
+def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | None = None) -> DryRun:
+    """Run `substrate`'s launcher on meta tensors shaped like the problem's inputs."""
+    import torch
+
+    module = problem.load(overrides)
+    with torch.device("meta"):
+        init = module.init_inputs()
+        with torch.no_grad():
+            model = module.Model(*init)
+        inputs = list(module.namespace["get_inputs"]())
+    inputs = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in inputs]
+    result = DryRun()
+    try:
+        with torch.no_grad():
+            ref = model(*inputs)
+        result.reference_shape = tuple(ref.shape)
+    except Exception:  # some references cannot run on meta; then only the launcher is checked
+        ref = None
+    kernels = RecordingKernels(substrate.signatures(), str(substrate.kernel_path))
+    with torch.no_grad(), guard(str(substrate.launcher_path)):
+        out = substrate.launcher(kernels, model, *inputs)
+    result.launches = kernels.launches
+    if not isinstance(out, torch.Tensor):
+        raise SubstrateError(f"launcher returned {type(out).__name__}, not a tensor", substrate.launcher_path)
+    result.output_shape = tuple(out.shape)
+    if not result.launches:
+        raise SubstrateError("launcher launched no kernel", substrate.launcher_path)
+    if ref is not None and (out.shape != ref.shape or out.dtype != ref.dtype):
+        raise SubstrateError(f"output is {tuple(out.shape)} {out.dtype}, reference is "
+                             f"{tuple(ref.shape)} {ref.dtype}", substrate.launcher_path)
+    return result

@@ -1,0 +1,102 @@
+"""Load compiled images on the GPU and launch their kernels on torch's current stream.
+
+This is the only module that touches CUDA through cuda.core; it runs in worker processes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbm_toolkit.errors import NoDevice
+from kbm_toolkit.cuda.launch_checks import check_launch
+from kbm_toolkit.cuda.signatures import Signature
+
+
+def device_arch() -> str:
+    """`sm_XY` of the current CUDA device; NoDevice when there is none."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise NoDevice("no CUDA device is visible")
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+class Kernels:
+    """What a launcher receives: the image's kernels by name, and output allocation helpers.
+
+    `k.relu(x, out, n, grid=..., block=...)` launches entry point `relu` with arguments typed
+    from its signature. `k.empty*` allocate outputs poisoned with NaN (or a sentinel integer) so
+    an element no kernel writes shows up as a mismatch rather than as stale memory.
+    """
+
+    def __init__(self, cubin: bytes, signatures: dict[str, Signature], where: str) -> None:
+        import torch
+        from cuda.core import Device, ObjectCode
+
+        self._torch = torch
+        self._where = where
+        device = Device(torch.cuda.current_device())
+        device.set_current()
+        self._module = ObjectCode.from_cubin(cubin)
+        self._signatures = signatures
+        self._kernels: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._signatures:
+            raise AttributeError(f"{self._where}: no extern \"C\" __global__ kernel named {name!r}")
+        return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
+
+    def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
+        """Launch kernel `name` on torch's current stream."""
+        import numpy as np
+        from cuda.core import LaunchConfig, Stream, launch
+
+        sig = self._signatures[name]
+        grid, block = check_launch(sig, args, grid, block, shmem, self._where, "cuda")
+        if name not in self._kernels:
+            self._kernels[name] = self._module.get_kernel(name)
+        typed = [np.intp(a.data_ptr()) if p.pointer else np.dtype(p.dtype).type(a)
+                 for p, a in zip(sig.params, args)]
+        if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
+            return  # an empty output launches nothing, as CUDA code would guard
+        stream = Stream.from_handle(self._torch.cuda.current_stream().cuda_stream)
+        launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shmem), self._kernels[name], *typed)
+
+    # -- output allocation ------------------------------------------------------------------
+    def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
+        """A poisoned output tensor on the current GPU (float32 unless `dtype`)."""
+        torch = self._torch
+        t = torch.empty(as_shape(shape), dtype=dtype or torch.float32, device=device or "cuda")
+        return self._poison(t)
+
+    def empty_like(self, like: Any, dtype: Any = None) -> Any:
+        """A poisoned output tensor shaped like `like`."""
+        return self._poison(self._torch.empty_like(like, dtype=dtype, memory_format=self._torch.contiguous_format))
+
+    def zeros(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
+        """A zeroed buffer, for kernels that accumulate into their output (atomics)."""
+        torch = self._torch
+        return torch.zeros(as_shape(shape), dtype=dtype or torch.float32, device=device or "cuda")
+
+    def _poison(self, t: Any) -> Any:
+        torch = self._torch
+        if t.is_floating_point():
+            return t.fill_(float("nan"))
+        if t.dtype == torch.bool:
+            return t.fill_(True)
+        info = torch.iinfo(t.dtype)
+        return t.fill_(info.min if info.min < 0 else info.max)
+
+    @staticmethod
+    def cdiv(a: int, b: int) -> int:
+        """Ceiling division, for grid sizes (one place mutation can reach host arithmetic)."""
+        return -(-int(a) // int(b))
+
+
+def as_shape(shape: tuple) -> tuple[int, ...]:
+    """`k.empty(2, 3)`, `k.empty((2, 3))` and `k.empty()` (a 0-dim tensor) all work."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        return tuple(int(v) for v in shape[0])
+    return tuple(int(v) for v in shape)
+

@@ -1,0 +1,86 @@
+"""Where input specs come from for `kbm run --inputs SOURCE`.
+
+Built in: `official` (KernelBench's five trials) and `gate` (the gate's set). Otherwise a TOML
+file of `[[input]]` tables, or a JSON-lines file, each entry an input-spec record (see inputs.py)
+with an optional `label`. Protocol adapters add their own sources.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import Problem, trial_seeds
+from kbm_toolkit.tomlfile import load_toml
+
+OFFICIAL_TRIALS = 5
+
+
+def official_specs(problem: Problem, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
+    """KernelBench's official inputs: `get_inputs()` under each of the five trial seeds."""
+    return [InputSpec.make(problem.key, s, label=f"official trial {i}") for i, s in enumerate(trial_seeds(trials))]
+
+
+def gate_source(problem: Problem) -> list[InputSpec]:
+    from kbm_toolkit.evaluation.gate import gate_specs
+    from kbm_toolkit.problems.substrate import substrate_for
+
+    return gate_specs(problem, substrate_for(problem))
+
+
+def file_source(path: Path) -> Callable[[Problem], list[InputSpec]]:
+    """Specs listed in a TOML (`[[input]]`) or JSON-lines file, grouped by problem."""
+    if path.suffix == ".toml":
+        entries = load_toml(path).get("input", [])
+    else:
+        try:
+            entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        except json.JSONDecodeError as e:
+            raise KbmError(f"line {e.lineno}: not JSON: {e.msg}", path) from None
+    specs: dict[str, list[InputSpec]] = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise KbmError(f"entry {i + 1} is not a table", path)
+        label = entry.get("label", f"{path.name} #{i + 1}")
+        try:
+            spec = InputSpec.from_record({k: v for k, v in entry.items() if k != "label"}, label)
+        except KbmError as e:
+            raise KbmError(f"entry {i + 1}: {e.message}", path) from None
+        specs.setdefault(spec.problem, []).append(spec)
+    return lambda problem: specs.get(problem.key, [])
+
+
+BUILT_IN: dict[str, Callable[[Problem], list[InputSpec]]] = {"official": official_specs, "gate": gate_source}
+
+
+def resolve(source: str) -> Callable[[Problem], list[InputSpec]]:
+    """A function from problem to its input specs: a built-in name, a protocol (an installed
+    adapter's name, or a protocol folder or .toml), or a file of spec records; several, separated
+    by commas, give the union (an input shared by two counts once)."""
+    if "," in source:
+        parts = [resolve(part.strip()) for part in source.split(",") if part.strip()]
+
+        def union(problem: Problem) -> list[InputSpec]:
+            specs: dict[str, InputSpec] = {}
+            for part in parts:
+                for spec in part(problem):
+                    specs.setdefault(spec.id, spec)  # in order; the first source's label wins
+            return list(specs.values())
+
+        return union
+    if source in BUILT_IN:
+        return BUILT_IN[source]
+    path = Path(source)
+    spec_file = path.suffix in (".jsonl", ".json") or (path.suffix == ".toml" and "protocol" not in load_toml(path))
+    if path.is_file() and spec_file:
+        return file_source(path)
+    from kbm_toolkit.protocols.registry import load_protocol
+
+    try:
+        return load_protocol(source).specs
+    except KbmError:
+        raise KbmError(f"no input source {source!r}: use {', '.join(BUILT_IN)}, an adapter "
+                       f"(kbm adapters), or a .toml/.jsonl file of specs") from None

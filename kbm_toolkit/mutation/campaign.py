@@ -1,0 +1,89 @@
+"""`kbm mutate` as a library call: gated substrates → mutants → screening → the store."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbm_toolkit.mutation.mutants import Screened, generate, screen
+from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.mutation.rules import load_rules
+from kbm_toolkit.problems.substrate import has_substrate, substrate_for
+
+STAGES = ("generated", "compile_error", "duplicate", "equivalent", "distinct")
+
+
+@dataclass
+class MutationSummary:
+    """Counts shaped like the paper's Table 1, in total, by family and by rule."""
+
+    problems: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    by_family: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    by_rule: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    rule_family: dict[str, str] = field(default_factory=dict)
+
+    def add(self, screened: list[Screened]) -> None:
+        for s in screened:
+            for bucket in (self.by_family[s.mutant.family], self.by_rule[s.mutant.rule]):
+                bucket["generated"] += 1
+                bucket[s.status] += 1
+
+    @property
+    def total(self) -> Counter:
+        out: Counter = Counter()
+        for c in self.by_family.values():
+            out.update(c)
+        return out
+
+
+def gated_sources(store: Any) -> dict[str, str]:
+    """problem → kernel source hash of every substrate whose gate passed (user store, else embedded)."""
+    found = {r["problem"]: r["source_hash"] for r in store.substrates() if r["gate_status"] == "passed"}
+    if embedded_store_path().is_file():
+        from kbm_toolkit.store.store import Store
+
+        embedded = Store(embedded_store_path(), readonly=True)
+        for r in embedded.substrates():
+            if r["gate_status"] == "passed":
+                found.setdefault(r["problem"], r["source_hash"])
+    return found
+
+
+def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: tuple[str, ...] | None = None,
+                    workers: int | None = None, require_gate: bool = True, progress: Any = None,
+                    rules: list[Any] | None = None) -> MutationSummary:
+    """Generate, screen and store the mutants of every selected problem that may be mutated
+    (under `rules` when given, else the catalog's, narrowed to `rule_names`)."""
+    rules = load_rules() if rules is None else rules
+    if rule_names:
+        unknown = sorted(set(rule_names) - {r.name for r in rules})
+        if unknown:
+            from kbm_toolkit.mutation.rules import RuleError
+
+            raise RuleError(f"no rule named {unknown[0]!r} (see `kbm rules`)")
+        rules = [r for r in rules if r.name in rule_names]
+    store.record_rules(rules)
+    summary = MutationSummary(rule_family={r.name: r.family for r in rules})
+    gated = gated_sources(store) if require_gate else {}
+    for problem in problems:
+        if not has_substrate(problem):
+            summary.skipped[problem.key] = "no substrate"
+            continue
+        substrate = substrate_for(problem)
+        if require_gate and gated.get(problem.key) != substrate.source_hash:
+            summary.skipped[problem.key] = "not gated at this source (run `kbm gate`, or pass --ungated)"
+            continue
+        mutants = generate(substrate, rules)
+        task = progress.add_task(problem.key, total=len(mutants)) if progress else None
+        screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), arch, workers,
+                          on_progress=(lambda n: progress.advance(task, n)) if progress else None)
+        if progress:
+            progress.update(task, completed=len(mutants))
+        store.record_problem(problem)
+        store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, arch)
+        summary.problems.append(problem.key)
+        summary.add(screened)
+    return summary

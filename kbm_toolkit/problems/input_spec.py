@@ -1,0 +1,185 @@
+"""Input specs: small serialisable records saying how to build one input for one problem.
+
+The common language of adapters, the gate and the evaluator. The same spec builds the same
+tensors, bit for bit, on the same device and software. A spec holds no tolerance: the protocol
+that uses it does, so protocols sharing an input share its cells.
+
+Record form (JSON/TOML):
+
+    {"problem": "level1/23_Softmax", "seed": 1234,
+     "base": "official" | "normal" | "uniform" | "loguniform", "params": [a, b],
+     "transforms": [{"op": "scale", "by": -1.0}, {"op": "spike", "dim": -1, "index": -1, "value": 1e3}],
+     "shape": {"dim": 1001}, "reinit": "default" | "normal"}
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.problems.problem import ProblemModule, set_seed
+
+BASES = {"official": 0, "normal": 2, "uniform": 2, "loguniform": 2}
+"""Base draws and how many parameters each takes: normal (mean, std), uniform (low, high),
+loguniform (smallest, largest magnitude; random signs)."""
+
+TRANSFORMS: dict[str, set[str]] = {
+    "scale": {"by", "input"},
+    "spike": {"dim", "index", "value", "input"},
+    "spike_element": {"index", "value", "input"},
+    "quantize": {"levels", "input"},
+    "near_constant": {"eps", "input"},
+    "nan_element": {"index", "input"},
+}
+"""Transform ops and their parameters; each applies to every float tensor, or only to input
+number `input`. scale: multiply by `by`. spike: set the slice `index` along `dim` to `value`.
+spike_element: set flat element `index`. quantize: round to `levels` steps per unit (ties).
+near_constant: x -> 1 + eps * x (variance far below any epsilon). nan_element: a NaN at `index`."""
+
+REINITS = ("default", "normal")
+
+
+def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How to build one input: a base draw, then transforms, under module-constant overrides."""
+
+    problem: str
+    seed: int
+    base: str = "official"
+    params: tuple[float, ...] = ()
+    transforms: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    shape: tuple[tuple[str, Any], ...] = ()
+    reinit: str = "default"
+    """`normal`: every float parameter of the model is redrawn N(0, 1) under the spec's seed."""
+    label: str = field(default="", compare=False)
+    """Words for people; not part of the identity."""
+
+    def __post_init__(self) -> None:
+        if self.base not in BASES:
+            raise KbmError(f"input spec base must be one of {', '.join(BASES)}, got {self.base!r}")
+        if self.base != "official" and len(self.params) != BASES[self.base]:
+            raise KbmError(f"base {self.base!r} takes {BASES[self.base]} parameters, got {list(self.params)}")
+        for op, params in self.transforms:
+            if op not in TRANSFORMS:
+                raise KbmError(f"unknown input transform {op!r} (known: {', '.join(TRANSFORMS)})")
+            extra = {k for k, _ in params} - TRANSFORMS[op]
+            if extra:
+                raise KbmError(f"transform {op!r} has no parameter {sorted(extra)[0]!r}")
+        if self.reinit not in REINITS:
+            raise KbmError(f"reinit must be one of {', '.join(REINITS)}, got {self.reinit!r}")
+
+    @classmethod
+    def make(cls, problem: str, seed: int, base: str = "official", params: tuple[float, ...] = (),
+             transforms: list[dict[str, Any]] | None = None, shape: dict[str, Any] | None = None,
+             reinit: str = "default", label: str = "") -> "InputSpec":
+        """Build a spec from plain dicts: `transforms=[{"op": "scale", "by": -1}]`."""
+        frozen = tuple((t["op"], _freeze({k: v for k, v in t.items() if k != "op"})) for t in transforms or [])
+        return cls(problem, int(seed), base, tuple(float(p) for p in params), frozen,
+                   _freeze(shape or {}), reinit, label)
+
+    def record(self) -> dict[str, Any]:
+        """The spec as plain JSON-able data (without the label)."""
+        return {"problem": self.problem, "seed": self.seed, "base": self.base, "params": list(self.params),
+                "transforms": [{"op": op, **dict(p)} for op, p in self.transforms],
+                "shape": dict(self.shape), "reinit": self.reinit}
+
+    @functools.cached_property
+    def id(self) -> str:
+        """Stable id: sha256 of the canonical JSON record, 16 hex digits (computed once: scoring asks often)."""
+        text = json.dumps(self.record(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any], label: str = "") -> "InputSpec":
+        """Inverse of `record()`; a malformed record raises KbmError saying which key."""
+        try:
+            return cls.make(data["problem"], data["seed"], data.get("base", "official"),
+                            tuple(data.get("params", ())), list(data.get("transforms", [])),
+                            dict(data.get("shape", {})), data.get("reinit", "default"), label)
+        except (KeyError, TypeError, ValueError) as e:
+            raise KbmError(f"malformed input spec {data!r}: {type(e).__name__}: {e}") from None
+
+    @property
+    def model_key(self) -> tuple:
+        """What the model depends on: the shape overrides and the parameter init."""
+        return (self.shape, self.reinit)
+
+    def build_model(self, module: ProblemModule, device: str = "cpu") -> Any:
+        """The reference model for this spec (`module` loaded with this spec's shape overrides)."""
+        import torch
+
+        model = module.build_model(device)
+        if self.reinit == "normal":
+            g = torch.Generator(device="cpu").manual_seed(self.seed ^ 0x9A2A)
+            with torch.no_grad():
+                for p in model.parameters():
+                    if p.is_floating_point():
+                        p.copy_(torch.randn(p.shape, generator=g).to(p.device, p.dtype))
+        return model
+
+    def build(self, module: ProblemModule, device: str = "cpu") -> list[Any]:
+        """The input tensors; `module` must be loaded with this spec's shape overrides."""
+        import torch
+
+        values = module.inputs(self.seed, device)
+        if self.base != "official":
+            set_seed(self.seed ^ 0x5EED)
+            values = [self._redraw(v) for v in values]
+        for op, params in self.transforms:
+            p = dict(params)
+            target = p.get("input")
+            values = [_apply(op, p, v) if _is_float_tensor(v) and target in (None, i) else v
+                      for i, v in enumerate(values)]
+        return [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]
+
+    def _redraw(self, value: Any) -> Any:
+        import torch
+
+        if not _is_float_tensor(value):
+            return value
+        a, b = self.params
+        out = torch.empty_like(value)
+        if self.base == "normal":
+            return out.normal_(a, b)
+        if self.base == "uniform":
+            return out.uniform_(a, b)
+        # loguniform: |x| = 10**U(log10 a, log10 b), sign +/- with equal odds
+        import math
+
+        magnitude = torch.pow(10.0, out.uniform_(math.log10(a), math.log10(b)))
+        sign = torch.empty_like(value).bernoulli_(0.5).mul_(2).sub_(1)
+        return magnitude.mul_(sign)
+
+
+def _apply(op: str, p: dict[str, Any], v: Any) -> Any:
+    import torch
+
+    if op == "scale":
+        return v * p["by"]
+    v = v.clone()
+    if op == "spike":
+        v.select(int(p.get("dim", -1)), int(p.get("index", -1))).fill_(float(p["value"]))
+    elif op == "spike_element":
+        v.view(-1)[int(p.get("index", -1))] = float(p["value"])
+    elif op == "nan_element":
+        v.view(-1)[int(p.get("index", -1))] = float("nan")
+    elif op == "quantize":
+        levels = float(p.get("levels", 4))
+        v = torch.round(v * levels) / levels
+    elif op == "near_constant":
+        v = 1.0 + float(p.get("eps", 1e-4)) * v
+    return v
+
+
+def _is_float_tensor(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.is_floating_point()

@@ -1,0 +1,107 @@
+"""Substrates: our correct CUDA implementation of each problem, the target of mutation.
+
+A substrate is a folder `substrates/<level>/<id>_<Name>/` holding `kernel.cu` (every line of device
+code: the only file rules rewrite) and `launch.py` (the host side: `launch(k, model, *inputs)`
+allocates outputs and launches kernels; it never computes with torch). An optional
+`substrate.toml` lists extra shapes the gate tries (`[gate] shapes = [{dim = 1001}]`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable
+
+from kbm_toolkit.errors import SubstrateError
+from kbm_toolkit.paths import data_dir
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.cuda.signatures import Signature, entry_points
+from kbm_toolkit.tomlfile import load_toml
+
+
+@dataclass(frozen=True)
+class Substrate:
+    """One problem's substrate folder."""
+
+    problem_key: str
+    folder: Path
+
+    @property
+    def kernel_path(self) -> Path:
+        return self.folder / "kernel.cu"
+
+    @property
+    def launcher_path(self) -> Path:
+        return self.folder / "launch.py"
+
+    @cached_property
+    def source(self) -> str:
+        """The device source (`kernel.cu`)."""
+        return self.kernel_path.read_text()
+
+    @property
+    def source_hash(self) -> str:
+        """sha256 of `kernel.cu`."""
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def signatures(self, source: str | None = None) -> dict[str, Signature]:
+        """Entry points of `source` (default: this substrate's own)."""
+        found = entry_points(self.source if source is None else source, str(self.kernel_path))
+        if not found:
+            raise SubstrateError('no extern "C" __global__ entry point', self.kernel_path)
+        return found
+
+    @cached_property
+    def launcher(self) -> Callable[..., Any]:
+        """`launch(k, model, *inputs)` from `launch.py`."""
+        return self.launcher_from(self.launcher_path.read_text())
+
+    def launcher_from(self, source: str) -> Callable[..., Any]:
+        """`launch` from the text of a launcher (this substrate's, or a launcher mutant's)."""
+        import types
+
+        module = types.ModuleType(f"kbm_launch_{self.problem_key.replace('/', '_')}")
+        module.__file__ = str(self.launcher_path)
+        try:
+            exec(compile(source, str(self.launcher_path), "exec"), module.__dict__)
+        except Exception as e:
+            raise SubstrateError(f"loading the launcher raised {type(e).__name__}: {e}",
+                                 self.launcher_path) from e
+        launch = getattr(module, "launch", None)
+        if not callable(launch):
+            raise SubstrateError("no launch(k, model, *inputs) function", self.launcher_path)
+        return launch
+
+    @cached_property
+    def gate_shapes(self) -> list[dict[str, Any]]:
+        """Extra module-constant overrides the gate tries (odd, non-aligned sizes)."""
+        path = self.folder / "substrate.toml"
+        if not path.is_file():
+            return []
+        shapes = load_toml(path).get("gate", {}).get("shapes", [])
+        if not isinstance(shapes, list) or not all(isinstance(s, dict) for s in shapes):
+            raise SubstrateError("[gate] shapes must be a list of tables", path)
+        return shapes
+
+
+def substrates_root() -> Path:
+    """The shipped `substrates/` folder."""
+    return data_dir("substrates")
+
+
+def substrate_for(problem: Problem, root: Path | None = None) -> Substrate:
+    """The substrate of `problem`; SubstrateError if it has none or the folder is incomplete."""
+    folder = (root or substrates_root()) / problem.level / f"{problem.number}_{problem.name}"
+    if not folder.is_dir():
+        raise SubstrateError(f"no substrate for {problem.key}", folder)
+    for name in ("kernel.cu", "launch.py"):
+        if not (folder / name).is_file():
+            raise SubstrateError(f"substrate is missing {name}", folder)
+    return Substrate(problem.key, folder)
+
+
+def has_substrate(problem: Problem, root: Path | None = None) -> bool:
+    """Whether a substrate folder exists for `problem`."""
+    return ((root or substrates_root()) / problem.level / f"{problem.number}_{problem.name}").is_dir()

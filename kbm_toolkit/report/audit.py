@@ -1,0 +1,102 @@
+"""The audit as a person reads it: provenance first, then the score and where the misses live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from kbm_toolkit.report import terminal
+
+
+def provenance(store: Any) -> str:
+    """Which GPUs and dates the cells come from (the audit's first line)."""
+    rows = list(store.db.query(
+        "select r.gpu, min(r.started) as first, max(r.started) as last, count(distinct r.id) as runs "
+        "from runs r where r.id in (select distinct run from cells) group by r.gpu"))
+    where = f"store {store.path}" if store.path else "in-memory store"
+    if not rows:
+        return f"No cells in the {where}: nothing has been evaluated yet."
+    parts = [f"{r['gpu'] or 'unknown GPU'} ({r['first'][:10]}" + (f" to {r['last'][:10]}" if r["last"][:10] != r["first"][:10] else "")
+             + f", {r['runs']} run{'s' if r['runs'] > 1 else ''})" for r in rows]
+    return f"Cells from {', '.join(parts)}; {where}."
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}%"
+
+
+def sample_words(sample: dict[str, Any]) -> str:
+    """The evaluated share in words: `a 60% sample of each problem's`, naming the shares when an
+    interrupted wider run left some problems ahead of others."""
+    at = sample.get("problems_at") or []
+    if len(at) <= 1:
+        return f"a {sample['share']:.0%} sample of each problem's"
+    return (f"a {sample['least'] * 100:.0f}–{sample['share']:.0%} sample of each problem's ("
+            + ", ".join(f"{n} problem{'s' if n > 1 else ''} at {f:.0%}" for f, n in at)
+            + f"; --sample {sample['least']:g} scores all alike)")
+
+
+def print_audit(report: dict[str, Any], first_line: str) -> None:
+    """The audit report on the terminal."""
+    console = terminal.console(width=100)
+    console.print(first_line)
+    console.print(f"[bold]{report['protocol']}[/bold]: {report['description']} "
+                  f"(judged at atol = rtol = {report['tolerance']:g})")
+    sample = report.get("sample")
+    if sample:
+        console.print(f"Mutants: {sample_words(sample)}: {sample['mutants']:,} of "
+                      f"{sample['distinct']:,} distinct, {sample['problems']} problems (`kbm run --sample`).")
+    n = report["witnessed"]
+    if not n:
+        console.print("No witnessed mutants: evaluate some first (`kbm run`).")
+    else:
+        lo, hi = report["band90_pct"]
+        console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {n:,} witnessed mutants "
+                      f"(90% band {_pct(lo)}–{_pct(hi)} over problems); misses {report['missed']:,}. "
+                      f"Denominator: mutants detected by any of {', '.join(report['denominator'])}.")
+    if "vs" in report:
+        vs = report["vs"]
+        console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])}): {vs['gain_points']:+.1f} points = "
+                      f"{vs['inputs_points']:+.1f} from inputs {vs['tolerance_points']:+.1f} from tolerance; "
+                      f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} witnessed mutants {vs['protocol']} misses"
+                      + (f" ({_pct(vs['survivors_killed_pct'])})" if vs["survivors"] else ""))
+    if report["families"]:
+        table = Table(title="By family", title_justify="left")
+        for col in ("family", "witnessed", "missed", "missed %"):
+            table.add_column(col, justify="left" if col == "family" else "right")
+        for family, f in report["families"].items():
+            table.add_row(family, f"{f['witnessed']:,}", f"{f['missed']:,}", _pct(f["missed_pct"]))
+        console.print(table)
+    for title, key, name in (("Worst problems", "worst_problems", "problem"), ("Worst rules", "worst_rules", "rule")):
+        rows = [r for r in report[key] if r["missed"]]
+        if rows:
+            table = Table(title=title, title_justify="left")
+            for col in (name, "witnessed", "missed", "missed %"):
+                table.add_column(col, justify="left" if col == name else "right")
+            for r in rows:
+                table.add_row(r[name], str(r["witnessed"]), str(r["missed"]), _pct(r["missed_pct"]))
+            console.print(table)
+    rejections = report["false_rejections"]
+    console.print(f"False rejections (inputs on which the correct kernel fails): {len(rejections)}"
+                  + (f"; {report['dropped_inputs']} inputs dropped (reference non-finite)" if report["dropped_inputs"] else ""))
+    for r in rejections[:10]:
+        margin = "inf" if r["margin"] is None else f"{r['margin']:.2e}"
+        console.print(f"  {r['problem']}  {r['label']}  margin {margin}" + (f"  ({r['note']})" if r["note"] else ""))
+    if report.get("excluded"):
+        console.print(f"[yellow]Left out[/yellow] (the protocol cannot referee them; `kbm refcheck`): "
+                      f"{len(report['excluded'])} problems")
+        for key, why in list(report["excluded"].items())[:10]:
+            console.print(f"  {key}: {why}")
+    for name, problems in report.get("unavailable", {}).items():
+        console.print(f"[yellow]{name} could not build inputs for {len(problems)} problems[/yellow] "
+                      f"(e.g. {next(iter(problems.values()))}): its inputs need their constants, which this store "
+                      "did not record (it predates them), and their files are not at the paths it holds.")
+    checks, cells = report["missing"]["checks"], report["missing"]["cells"]
+    if checks or cells:
+        problems = sorted(set(checks) | set(cells))
+        console.print(f"[yellow]Not yet evaluated:[/yellow] {sum(map(len, checks.values()))} inputs and "
+                      f"{sum(cells.values())} cells on {len(problems)} problems. Fill them on a GPU with:\n"
+                      f"  kbm run --inputs {report['protocol']}"
+                      + (f" --sample {sample['share']:g}" if sample else "") + f" {' '.join(problems[:8])}"
+                      + (" ..." if len(problems) > 8 else ""))

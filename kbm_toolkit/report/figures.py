@@ -1,0 +1,144 @@
+"""`kbm report --out DIR`: figures (PNG and SVG) and one HTML page that puts them together with
+the pipeline table (Table 1) and the family table (Table 2), all computed from the store."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.report.tables import html as table_html
+from kbm_toolkit.report.tables import table1, table2
+from kbm_toolkit.mutation.rules import FAMILIES
+from kbm_toolkit.analysis.score import audit_store, load_matrices, run_protocol, witnessed
+from kbm_toolkit.analysis.suite import budget_curve
+
+STAGES = ("compile_error", "duplicate", "equivalent", "crash_probe", "distinct")
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise KbmError("kbm report draws with matplotlib: pip install 'kbm-toolkit[report]'") from None
+    return plt
+
+
+def _save(fig: Any, out: Path, name: str) -> list[str]:
+    files = []
+    for ext in ("png", "svg"):
+        fig.savefig(out / f"{name}.{ext}", dpi=120, bbox_inches="tight")
+        files.append(f"{name}.{ext}")
+    return files
+
+
+def pipeline_table(store: Any) -> list[tuple[str, Counter]]:
+    """Table 1: mutants by family and screening status (and the quarantine)."""
+    rows: dict[str, Counter] = {}
+    for r in store.db.query("select family, status, count(*) as n from mutants group by family, status"):
+        rows.setdefault(r["family"], Counter())[r["status"]] += r["n"]
+    ordered = [(f, rows[f]) for f in FAMILIES if f in rows]
+    total: Counter = Counter()
+    for _, c in ordered:
+        total.update(c)
+    return ordered + [("all", total)]
+
+
+def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolerance: float = 1e-2,
+                 sample: float | None = None) -> Path:
+    """Draw every figure into `out` and write `out/index.html`, scoring at most a `sample` share
+    of each problem's mutants; return the page's path."""
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    matrices = load_matrices(store, sample=sample)
+    audits = {p.name: audit_store(store, p, protocols, matrices=matrices, sample=sample) for p in protocols}  # as `kbm audit` does
+    figures: list[tuple[str, list[str]]] = []
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    families = [f for f in FAMILIES if any(f in a["families"] for a in audits.values())]
+    width = 0.8 / max(len(audits), 1)
+    for k, (name, a) in enumerate(audits.items()):
+        ax.bar([i + k * width for i in range(len(families))],
+               [a["families"].get(f, {}).get("missed_pct", 0.0) for f in families], width, label=name)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(families))], families, rotation=20)
+    ax.set_ylabel("witnessed mutants missed (%)")
+    ax.legend()
+    figures.append(("Missed by family, per protocol", _save(fig, out, "missed_by_family")))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    results = [run_protocol(p, matrices) for p in protocols]  # once, for every curve
+    wit = witnessed(results)
+    for r in results:
+        rates = sorted((100.0 * len(w - r.detected.get(k, set())) / len(w) for k, w in wit.items() if w), reverse=True)
+        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=r.protocol)
+    ax.set_xlabel("problems, sorted")
+    ax.set_ylabel("missed (%)")
+    ax.legend()
+    figures.append(("Per-problem miss rate, sorted", _save(fig, out, "problem_miss_curve")))
+    plt.close(fig)
+
+    # set cover needs full rows: the mutants evaluated without --first-kill
+    full_rows = matrices if not store.full_rows() else load_matrices(store, full_rows=True, sample=sample)
+    curve = budget_curve(full_rows, budget_tolerance, [1, 2, 3, 4, 5])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(curve.budgets, curve.full, marker="o", label="full pool")
+    ax.plot(curve.budgets, curve.held_out, marker="o", linestyle="--", label="held-out")
+    ax.set_xlabel("inputs per problem (budget)")
+    ax.set_ylabel(f"detection at {budget_tolerance:g} (%)")
+    ax.legend()
+    figures.append(("Budget curve (greedy set cover)", _save(fig, out, "budget_curve")))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    mags = []
+    for mx in matrices:
+        values = [c["ref_abs_max"] for c in mx.checks.values() if c.get("ref_abs_max") is not None]
+        if values:
+            mags.append((mx.problem.key, median(values)))
+    mags.sort(key=lambda kv: kv[1])
+    ax.scatter(range(len(mags)), [m for _, m in mags], s=12, label="median max |reference output|")
+    for p in protocols:
+        ax.axhline(p.tolerance, linestyle=":", linewidth=1)
+        ax.text(0, p.tolerance, f" {p.name} tolerance {p.tolerance:g}", va="bottom", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xlabel("problems, sorted by output magnitude")
+    ax.set_ylabel("max |reference output|")
+    ax.set_title("Blind band: below a tolerance line, an all-zeros output passes")
+    figures.append(("Blind band", _save(fig, out, "blind_band")))
+    plt.close(fig)
+
+    page = out / "index.html"
+    page.write_text(_html(store, audits, figures))
+    return page
+
+
+def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str, list[str]]]) -> str:
+    e = html.escape
+    parts = ["<!doctype html><meta charset='utf-8'><title>kbm report</title>",
+             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}td:first-child{text-align:left}</style>",
+             "<h1>kbm report</h1>"]
+    first = next(iter(audits.values()), {})
+    parts.append(f"<p>{e(first.get('provenance', ''))}</p>")
+    parts.append("<h2>Mutants by family and screening stage</h2><table><tr><th>family</th><th>generated</th>"
+                 + "".join(f"<th>{e(s.replace('_', ' '))}</th>" for s in STAGES) + "</tr>")
+    for family, counts in pipeline_table(store):
+        parts.append(f"<tr><td>{e(family)}</td><td>{sum(counts.values())}</td>"
+                     + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STAGES) + "</tr>")
+    parts.append("</table>")
+    official = audits.get("kernelbench") or first
+    parts.append(f"<h2>Table 1: the mutation pipeline and {e(official.get('protocol', ''))}</h2>"
+                 + table_html(table1(store, official)))
+    parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"
+                 + table_html(table2(audits)))
+    for title, files in figures:
+        parts.append(f"<h2>{e(title)}</h2><img src='{e(files[1])}' alt='{e(title)}' style='max-width:100%'>")
+    return "\n".join(parts)

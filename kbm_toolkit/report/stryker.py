@@ -1,0 +1,84 @@
+"""Standard exports of the store: the mutation-testing-elements report (Stryker's JSON, schema
+version 2), so the existing mutation-testing HTML viewer shows kbm's results per substrate file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbm_toolkit.mutation.mutants import substrate_hash
+from kbm_toolkit.problems.problem import problem_from_row
+from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.mutation.rules import TARGETS
+from kbm_toolkit.analysis.score import Matrix, _killed, load_matrices, run_protocol, valid_at, witnessed
+from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
+
+SCREENING_STATUS = {"compile_error": "CompileError", "crash_probe": "RuntimeError",
+                    "equivalent": "Ignored", "duplicate": "Ignored"}
+
+
+def _end(text: str, line: int, col: int) -> dict[str, int]:
+    """The position just after `text` when it starts at (line, col), 1-based."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return {"line": line, "column": col + len(text)}
+    return {"line": line + len(lines) - 1, "column": len(lines[-1]) + 1}
+
+
+def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) -> dict[str, Any]:
+    """The report for `protocol`: Killed (it detects), Survived (witnessed, missed), Ignored
+    (equivalent, duplicate, or unwitnessed), CompileError, RuntimeError (quarantined on the
+    probe), Pending (not evaluated yet). Problems come from the store and substrates from kbm, so
+    no KernelBench checkout is needed; mutants of a substrate that has changed since, or that kbm
+    does not ship, are left out."""
+    matrices = {mx.problem.key: mx for mx in load_matrices(store)}
+    mx_list = list(matrices.values())
+    wit = witnessed([run_protocol(p, mx_list) for p in denominator])
+    mine = run_protocol(protocol, mx_list)
+    rules = {r["name"]: r for r in store.db["rules"].rows}
+    files: dict[str, Any] = {}
+    problems = {r["key"]: r for r in store.db["problems"].rows}
+    for key in sorted({r[0] for r in store.db.execute("select distinct problem from mutants")}):
+        problem = problem_from_row(key, problems.get(key, {}))
+        if not has_substrate(problem):
+            continue
+        substrate: Substrate = substrate_for(problem)
+        current = substrate_hash(substrate)
+        texts = {"kernel": substrate.source, "launcher": substrate.launcher_path.read_text()}
+        mx = matrices.get(key)
+        for row in store.db["mutants"].rows_where("problem = ? and substrate_hash = ?", [key, current],
+                                                  order_by="start"):
+            target = row["target"]
+            entry = files.setdefault(f"{key}/{TARGETS[target]}", {
+                "language": "cpp" if target == "kernel" else "python", "source": texts[target], "mutants": []})
+            status, reason, killers = _status(row, mx, protocol, wit.get(key, set()), mine.detected.get(key, set()))
+            mutant = {"id": row["id"], "mutatorName": row["rule"], "replacement": row["replacement"],
+                      "description": rules.get(row["rule"], {}).get("description", row["rule"]),
+                      "location": {"start": {"line": row["line"], "column": row["col"]},
+                                   "end": _end(row["original"], row["line"], row["col"])},
+                      "status": status}
+            if reason:
+                mutant["statusReason"] = reason
+            if killers:
+                mutant["killedBy"] = killers
+            entry["mutants"].append(mutant)
+    return {"schemaVersion": "2", "thresholds": {"high": 80, "low": 60}, "files": files,
+            "framework": {"name": "kbm", "version": __import__("kbm_toolkit").__version__},
+            "config": {"protocol": protocol.name, "tolerance": protocol.tolerance}}
+
+
+def _status(row: dict[str, Any], mx: Matrix | None, protocol: Protocol, witnessed_here: set[str],
+            detected: set[str]) -> tuple[str, str, list[str]]:
+    if row["status"] in SCREENING_STATUS:
+        reason = {"duplicate": f"duplicate of {row['duplicate_of']}", "equivalent": "same cubin as the original",
+                  "crash_probe": "crashed or hung on the probe input", "compile_error": row["message"] or ""}
+        return SCREENING_STATUS[row["status"]], reason[row["status"]], []
+    if mx is None or not any(m == row["id"] for m, _ in mx.cells):
+        return "Pending", "not evaluated yet (kbm run)", []
+    if row["id"] in detected:
+        killers = [s.label for s in protocol.specs(mx.problem)
+                   if (row["id"], s.id) in mx.cells and _killed(mx.cells[(row["id"], s.id)], protocol.tolerance)
+                   and valid_at(mx.checks.get(s.id), protocol.tolerance)]
+        return "Killed", "", killers
+    if row["id"] in witnessed_here:
+        return "Survived", f"witnessed by another protocol, missed by {protocol.name}", []
+    return "Ignored", "unwitnessed: no valid input kills it", []

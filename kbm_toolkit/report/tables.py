@@ -1,0 +1,71 @@
+"""The paper's Table 1 (the pipeline in numbers) and Table 2 (families, witnessed, missed),
+computed from the store: Markdown for `kbm report --tables`, HTML for `kbm report --out`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbm_toolkit.report.audit import sample_words
+from kbm_toolkit.mutation.rules import FAMILIES
+
+
+def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Table 1 (header, rows): from generated mutants to the witnessed denominator and the
+    official check's misses."""
+    counts = store.status_counts()
+    problems = store.db.execute("select count(distinct problem) from mutants").fetchone()[0]
+    rules = store.db.execute("select count(distinct rule) from mutants").fetchone()[0]
+    rows: list[tuple[str, str]] = [
+        ("Problems (substrates with mutants)", f"{problems:,}"), ("Mutation rules that fire", f"{rules:,}"),
+        ("Mutants generated", f"{sum(counts.values()):,}"),
+        ("− non-compiling", f"{counts['compile_error']:,}"), ("− duplicate compiled image", f"{counts['duplicate']:,}"),
+        ("− equivalent to the original", f"{counts['equivalent']:,}"),
+        ("− crashed or hung on the probe input", f"{counts['crash_probe']:,}"),
+        ("Distinct mutants", f"{counts['distinct']:,}")]
+    sample = official.get("sample")
+    if sample:
+        rows.append((f"evaluated: {sample_words(sample)} (`kbm run --sample`)", f"{sample['mutants']:,}"))
+    if official.get("excluded"):
+        rows.append(("problems left out as unrefereeable (`kbm refcheck`)", f"{len(official['excluded'])}"))
+    n, d = official["witnessed"], official["detected"]
+    rows += [("of which witnessed", f"{n:,}"), (f"witnessed, killed by {official['protocol']}", f"{d:,}"),
+             (f"witnessed, missed by {official['protocol']}", f"{n - d:,}")]
+    if n:
+        lo, hi = official["band90_pct"]
+        rows.append(("miss rate (90% band over problems)", f"{100 - official['detection_pct']:.1f}% "
+                                                            f"({100 - hi:.1f}–{100 - lo:.1f}%)"))
+    return ("", "count"), rows
+
+
+def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Table 2 (header, rows): per family, rules with a witness, witnessed mutants (the first
+    protocol's denominator), and each protocol's missed %."""
+    first = next(iter(audits.values()))
+    families = [f for f in FAMILIES if f in first["families"]]
+    rows = []
+    for f in families:
+        fam = first["families"][f]
+        rows.append((f, str(fam["rules"]), f"{fam['witnessed']:,}",
+                     *(f"{a['families'][f]['missed_pct']:.1f}%" if f in a["families"] else "–" for a in audits.values())))
+    rows.append(("all", str(sum(first["families"][f]["rules"] for f in families)), f"{first['witnessed']:,}",
+                 *(f"{100 - a['detection_pct']:.1f}%" if a.get("detection_pct") is not None else "–"
+                   for a in audits.values())))
+    return ("family", "rules", "witnessed", *(f"{name} missed" for name in audits)), rows
+
+
+def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
+    """A table as Markdown, the first column left-aligned and the others right."""
+    header, rows = table
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
+    """A table as HTML."""
+    import html as escape
+
+    header, rows = table
+    cells = ["<tr>" + "".join(f"<th>{escape.escape(h)}</th>" for h in header) + "</tr>"]
+    cells += ["<tr>" + "".join(f"<td>{escape.escape(v)}</td>" for v in r) + "</tr>" for r in rows]
+    return "<table>" + "".join(cells) + "</table>"
