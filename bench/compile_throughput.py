@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kbm_toolkit.mutation.mutants import generate
 from kbm_toolkit.cuda.nvrtc import compile_source, nvrtc_version
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.problems.substrate import has_substrate, substrate_for
 

@@ -82,7 +82,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--workers", type=int, help="workers that ran at once, for runs that did not record it")
     args = ap.parse_args()
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     store = Store(args.store)
     if args.analyse_run is not None:
@@ -91,7 +91,7 @@ def main() -> None:
     else:
         from kbm_toolkit.cli import device_env
         from kbm_toolkit.evaluation.run import run_evaluation
-        from kbm_toolkit.problems.problem import ProblemSet
+        from kbm_toolkit.problems.problem_set import ProblemSet
         from kbm_toolkit.evaluation.input_sources import resolve
 
         keys = {r[0] for r in store.db.execute("select distinct problem from mutants")}

@@ -19,9 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled  # noqa: E402
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol  # noqa: E402
-from kbm_toolkit.analysis.score import audit_store, load_matrices  # noqa: E402
+from kbm_toolkit.analysis.matrix import load_matrices  # noqa: E402
+from kbm_toolkit.analysis.score import audit_store  # noqa: E402
 from kbm_toolkit.evaluation.input_sources import resolve  # noqa: E402
-from kbm_toolkit.store.store import Store, copy_store  # noqa: E402
+from kbm_toolkit.store import Store, copy_store  # noqa: E402
 
 FIGURES = ("witnessed", "detected")
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def tenth(mutant: str) -> float:
     """The narrowest tenth-share `--sample` that holds `mutant` (0.1 ... 1.0)."""
-    from kbm_toolkit.mutation.mutants import in_sample
+    from kbm_toolkit.store import in_sample
 
     return next(t / 10 for t in range(1, 11) if in_sample(mutant, t / 10))
 
@@ -148,7 +148,7 @@ def rerun_cells(store: Path, runs: list[dict[str, Any]], copy: Path, copy_runs: 
 
 def retimed_runs(store: Path, copy: Path, copy_runs: set[int]) -> list[dict[str, Any]]:
     """The copy's `copy_runs`, their cells placed in tenths only where this store holds them; the rest `extra`."""
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     runs = pool_runs(Store(copy, readonly=True), copy_runs)
     db = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
@@ -216,7 +216,7 @@ def main() -> None:
     ap.add_argument("--save-retiming", type=Path, metavar="FILE.json", help="write the one STORE:RUNS re-timing's record here")
     ap.add_argument("--json", type=Path, help="also write the runs and totals here")
     args = ap.parse_args()
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     if not args.store.is_file():
         sys.exit(f"{args.store}: no such store")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.pool_wall_clock import run_ids, tenth  # noqa: E402
-from kbm_toolkit.store.store import copy_store  # noqa: E402
+from kbm_toolkit.store import copy_store  # noqa: E402
 
 
 def strip_runs(db: sqlite3.Connection, runs: list[int]) -> dict[str, int]:

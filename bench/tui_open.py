@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.store import shipped_store_path
 from kbm_toolkit.protocols.registry import all_protocols
-from kbm_toolkit.problems.problem import trial_seeds
+from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.mutation.rules import FAMILIES
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import Store
 from kbm_toolkit.tui.app import KbmApp, MutantsScreen
 
 
@@ -91,8 +91,8 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--first-kill", action="store_true", help="killed mutants have no cells after their first kill")
     args = parser.parse_args()
-    if embedded_store_path().is_file():
-        print("shipped store: " + _words(*asyncio.run(_open(embedded_store_path()))))
+    if shipped_store_path().is_file():
+        print("shipped store: " + _words(*asyncio.run(_open(shipped_store_path()))))
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         path = synthetic(Path(tmp) / "synthetic.db", args.mutants, args.inputs, args.problems, args.first_kill)

@@ -48,3 +48,11 @@ class NoDevice(KbmError):
 
 class StoreError(KbmError):
     """The store cannot be opened or is of an unknown schema version."""
+
+
+class OutputError(KbmError):
+    """An output file or folder cannot be written (permissions, a file in the way, a full disk)."""
+
+
+class OptionError(KbmError):
+    """Options that contradict each other or do not apply: a usage error, worded by the library."""

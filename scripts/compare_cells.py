@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import Store
 
 TOLERANCES = (1e-2, 1e-3, 1e-4)
 

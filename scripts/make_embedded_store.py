@@ -30,10 +30,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from kbm_toolkit.mutation.mutants import in_sample
+from kbm_toolkit.store import in_sample
 from kbm_toolkit.paths import PACKAGE_DIR
 from kbm_toolkit.problems.problem import constants_text, problem_from_row
-from kbm_toolkit.store.store import Store, copy_store
+from kbm_toolkit.store import Store, copy_store
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
            "duplicate_of", "compile_ms", "message", "diff", "arch", "created")

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kbm_toolkit.paths import shipped_store_path
+from kbm_toolkit.store import shipped_store_path
 from kbm_toolkit.protocols.registry import all_protocols
 
 SIZE = (120, 34)

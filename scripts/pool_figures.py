@@ -29,13 +29,14 @@ def main() -> None:
     ap.add_argument("--store", type=Path, help="a store file (default: the shipped KernelBench pool)")
     ap.add_argument("--sample", type=float, help="score only this share of each problem's mutants")
     args = ap.parse_args()
-    from kbm_toolkit.paths import embedded_store_path
+    from kbm_toolkit.store import shipped_store_path
     from kbm_toolkit.protocols.registry import all_protocols, load_protocol
     from kbm_toolkit.evaluation.reference_check import flags
-    from kbm_toolkit.analysis.score import audit, load_matrices, run_protocol, witnessed
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import audit, run_protocol, witnessed
+    from kbm_toolkit.store import Store
 
-    path = args.store or embedded_store_path()
+    path = args.store or shipped_store_path()
     if not path.is_file():
         ap.error(f"{path}: no such store")
     store = Store(path, readonly=True)

@@ -7,8 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from kbm_toolkit.problems.problem import ProblemSet
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

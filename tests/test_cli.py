@@ -66,7 +66,7 @@ def test_gate_without_a_gpu_compiles_and_says_so(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(cli, ["--store", str(store), "gate", "demo/1"])
     assert result.exit_code == 0, result.output
     assert "NVRTC compile" in result.output and "No CUDA device visible" in result.output
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     (row,) = list(Store(store).substrates())
     assert row["problem"] == "demo/1_LeakyReLU" and row["image_hash"]
@@ -101,8 +101,8 @@ def test_audit_sample_scores_a_narrower_share_of_the_same_store(runner: CliRunne
 def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner, tmp_path: Path) -> None:
     import shutil
 
-    from kbm_toolkit.paths import shipped_store_path
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import shipped_store_path
+    from kbm_toolkit.store import Store
 
     path = tmp_path / "s.db"
     shutil.copy(shipped_store_path("demo"), path)
@@ -130,9 +130,9 @@ def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner,
 
 def test_an_interrupted_run_says_what_it_stored_and_exits_130(runner: CliRunner, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import kbm_toolkit.cli.commands as cli_module
-    import kbm_toolkit.evaluation.run as evaluation_run
-    from kbm_toolkit.store.store import Store
+    import kbm_toolkit.evaluation.device as device
+    import kbm_toolkit.evaluation.fill as fill
+    from kbm_toolkit.store import Store
 
     def interrupted(store: Store, *args: object, **kw: object) -> None:
         run = store.start_run("evaluate", {"gpu": "fake"})
@@ -141,8 +141,8 @@ def test_an_interrupted_run_says_what_it_stored_and_exits_130(runner: CliRunner,
                 store.db["cells"].insert({"mutant": f"m{i}", "input": "i", "run": run, "outcome": "pass"})
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake"})
-    monkeypatch.setattr(evaluation_run, "run_evaluation", interrupted)
+    monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake"})
+    monkeypatch.setattr(fill, "run_evaluation", interrupted)
     result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kernelbench", "demo/1"])
     assert result.exit_code == ExitCode.INTERRUPTED == 130
     assert "Stopped: run 1 stored 3 cells; the same command resumes from them." in result.output
@@ -155,7 +155,7 @@ def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on() -> None:
     import time
 
     # a command stuck in a wait, as a run that will not stop was on the H200
-    code = ("import sys, time, kbm_toolkit.cli.commands as c\n"
+    code = ("import sys, time, kbm_toolkit.cli.group as c\n"
             "def stuck(**_):\n    print('up', flush=True)\n    time.sleep(3)\n    print('went on', flush=True)\n"
             "c.cli = stuck\nc.main()\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

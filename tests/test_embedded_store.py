@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.paths import embedded_store_path, shipped_store_path
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import shipped_store_path
+from kbm_toolkit.store import Store
 
 PROTOCOLS = ("kernelbench", "kbv", "fuzz")
 
@@ -43,7 +43,7 @@ def test_the_shipped_stores_were_made_on_a_gpu_and_say_so(name: str) -> None:
 
 
 def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
-    store = Store(embedded_store_path(), readonly=True)
+    store = Store(shipped_store_path(), readonly=True)
     levels = dict(store.db.execute("select p.level, count(distinct c.mutant) from cells c join mutants m "
                                    "on m.id = c.mutant join problems p on p.key = m.problem group by 1").fetchall())
     assert set(levels) == {"level1", "level2"} and sum(levels.values()) > 2000
@@ -53,7 +53,7 @@ def test_the_default_shipped_store_is_the_kernelbench_pool() -> None:
 
 def test_a_shipped_store_is_unpacked_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KBM_CACHE", str(tmp_path))
-    from kbm_toolkit.store.store import MIGRATIONS
+    from kbm_toolkit.store.schema import MIGRATIONS
 
     first = shipped_store_path("demo")
     assert first.parent == tmp_path / "shipped" and first.is_file()
@@ -129,9 +129,10 @@ def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_
 
 def test_leaving_out_quiet_cells_changes_no_score() -> None:
     from kbm_toolkit.protocols.registry import all_protocols
-    from kbm_toolkit.analysis.score import load_matrices, run_protocol
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
 
-    store = Store(embedded_store_path(), readonly=True)
+    store = Store(shipped_store_path(), readonly=True)
     protocols = all_protocols()
     full, lean = load_matrices(store), load_matrices(store, floor=min(p.tolerance for p in protocols))
     assert sum(len(m.cells) for m in lean) < sum(len(m.cells) for m in full)

@@ -17,10 +17,10 @@ import kbm_toolkit.evaluation.run as evaluation_run
 from kbm_toolkit.evaluation.run import run_evaluation
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.mutation.campaign import mutate_problems
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.mutation.rules import load_rules
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import Store
 
 from conftest import REPO
 
@@ -72,7 +72,7 @@ def test_crashes_and_hangs_cost_a_restart_not_the_run(tmp_path: Path, monkeypatc
     # quarantined on the probe, never run on the real inputs
     assert summary.quarantined == [probe_crasher]
     assert summary.cells == store.db["cells"].count  # the cells flushed before a quarantine count too
-    assert store.mutant(probe_crasher)["status"] == "crash_probe"
+    assert store.mutant(probe_crasher)["status"] == "quarantined"
     assert not [k for k in got if k[0] == probe_crasher and k[1] in inputs]
     # the crash on the probe input, and on the first real input, each cost one restart
     assert got[(crasher, inputs[0])][0] == "crash"
@@ -124,8 +124,8 @@ import json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 from typing import Any
-from kbm_toolkit.store.store import Store
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.store import Store
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.evaluation.run import run_evaluation
 import test_evaluation as t
@@ -217,7 +217,7 @@ store = Store(""")
 
 def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.mutation.mutants import in_sample
+    from kbm_toolkit.store import in_sample
     from kbm_toolkit.protocols.protocol import Protocol
 
     a = Protocol("a", "", 1e-2, ({"trials": 3},))
@@ -261,17 +261,18 @@ def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_pa
 def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    import kbm_toolkit.cli.commands as cli_module
+    import kbm_toolkit.evaluation.device as device
+    import kbm_toolkit.evaluation.fill as fill
+    from kbm_toolkit.cli import cli
 
     store, ids = seeded_store(tmp_path / "s.db")
     store.close()
     monkeypatch.setenv("KBM_FAKE", "{}")
     monkeypatch.syspath_prepend(str(REPO / "tests"))
-    monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU"})
+    monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU"})
     real = evaluation_run.run_evaluation
-    monkeypatch.setattr(evaluation_run, "run_evaluation",
-                        lambda *a, **k: real(*a, target=FAKE, deadline=fast_deadline, **k))
-    result = CliRunner().invoke(cli_module.cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench",
+    monkeypatch.setattr(fill, "run_evaluation", lambda *a, **k: real(*a, target=FAKE, deadline=fast_deadline, **k))
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench",
                                                  "--denominator", "kernelbench", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -297,8 +298,8 @@ def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path,
 
 def test_a_sampled_run_evaluates_its_share_and_widens_without_redoing_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.mutation.mutants import in_sample
-    from kbm_toolkit.analysis.score import load_matrices
+    from kbm_toolkit.store import in_sample
+    from kbm_toolkit.analysis.matrix import load_matrices
 
     store, ids = seeded_store(tmp_path / "s.db")
     monkeypatch.setenv("KBM_FAKE", "{}")
@@ -400,12 +401,14 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
-    import kbm_toolkit.cli.commands as cli_module
+    import kbm_toolkit.evaluation.device as device
+    import kbm_toolkit.evaluation.target_checks as target_checks
+    from kbm_toolkit.cli import cli
 
     # every probe passes (the ceiling is the largest scale probed); the correct kernel fails on NaN inputs
     monkeypatch.setenv("KBM_FAKE", '{"invalid": ["nan_element"]}')
     monkeypatch.syspath_prepend(str(REPO / "tests"))
-    monkeypatch.setattr(cli_module, "device_env", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU", "gpus": 1})
+    monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU", "gpus": 1})
     calls = []
     real = evaluation_run.run_evaluation
 
@@ -413,9 +416,9 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
         calls.append(sorted(p.key for p in a[1]))
         return real(*a, target=FAKE, deadline=fast_deadline, **k)
 
-    monkeypatch.setattr(evaluation_run, "run_evaluation", fake_run)
+    monkeypatch.setattr(target_checks, "run_evaluation", fake_run)
     args = ["--store", str(tmp_path / "s.db"), "targets", "demo/1", "demo/3", "--emit", str(tmp_path / "t")]
-    result = CliRunner().invoke(cli_module.cli, args)
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     # one run for both ceilings, one for both problems' targeted inputs
     assert calls == [["demo/1_LeakyReLU", "demo/3_LayerNorm"]] * 2
@@ -424,7 +427,7 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
     labels = [s.label for k in ("demo/1", "demo/3") for s in emitted.specs(ProblemSet.discover().get(k))]
     assert labels and not any("NaN" in x for x in labels)  # the gate left them out, and says so
     assert "left out 'target NaN in the last element'" in result.output and "2 left out as invalid" in result.output
-    assert CliRunner().invoke(cli_module.cli, args).exit_code == 0 and len(calls) == 2  # measured once, stored
+    assert CliRunner().invoke(cli, args).exit_code == 0 and len(calls) == 2  # measured once, stored
 
 
 def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path: Path,
@@ -448,7 +451,7 @@ def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path
 
 def test_an_interrupted_wider_run_leaves_the_share_it_had_finished(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.analysis.score import load_matrices
+    from kbm_toolkit.analysis.matrix import load_matrices
 
     store, ids = seeded_store(tmp_path / "s.db")
     monkeypatch.setenv("KBM_FAKE", "{}")
@@ -480,7 +483,8 @@ def test_an_interrupted_wider_run_leaves_the_share_it_had_finished(tmp_path: Pat
 def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchanged(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kbm_toolkit.protocols.protocol import Protocol
-    from kbm_toolkit.analysis.score import load_matrices, run_protocol
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
 
     # `a` and `b` share the first official trial; b's tolerance is stricter, as kbv's is
     a = Protocol("a", "", 1e-2, ({"trials": 3},))
@@ -551,7 +555,8 @@ def test_merging_keeps_the_wider_share_of_full_rows() -> None:
 def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kbm_toolkit.protocols.protocol import Protocol
-    from kbm_toolkit.analysis.score import load_matrices, run_protocol
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
 
     a = Protocol("a", "", 1e-2, ({"trials": 2},))
     b = Protocol("b", "", 1e-2, ({"trials": 2, "seed_offset": 3},))  # inputs of b only, run first

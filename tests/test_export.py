@@ -12,8 +12,8 @@ from kbm_toolkit.cli import cli
 from kbm_toolkit.report.stryker import stryker_report
 from kbm_toolkit.mutation.campaign import mutate_problems
 from kbm_toolkit.protocols.registry import load_protocol
-from kbm_toolkit.problems.problem import ProblemSet
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.store import Store
 from kbm_toolkit.problems.substrate import substrate_for
 
 from test_mutate import SCREENING_RULES

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kbm_toolkit.paths import shipped_store_path
+from kbm_toolkit.store import shipped_store_path
 
 REPO = Path(__file__).resolve().parent.parent
 

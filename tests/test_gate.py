@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from kbm_toolkit.evaluation.gate import fp64_adjudication, gate_specs, unrefereeable
-from kbm_toolkit.problems.problem import ProblemSet, trial_seeds
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.problems.substrate import substrate_for
 
 
@@ -72,7 +73,7 @@ def test_store_marks_unrefereeable_problems(fresh_store, demo: ProblemSet) -> No
 
 
 def test_run_reference_builds_each_model_once(demo: ProblemSet) -> None:
-    from kbm_toolkit.cuda.execution import run_reference
+    from kbm_toolkit.cuda.reference import run_reference
 
     problem = demo.get("demo/1")
     specs = gate_specs(problem, substrate_for(problem))

@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from kbm_toolkit.errors import ContractViolation
-from kbm_toolkit.cuda.execution import LoadedKernel
+from kbm_toolkit.cuda.kernels import LoadedKernel
 from kbm_toolkit.evaluation.gate import run_gate
 from kbm_toolkit.cuda.nvrtc import compile_source
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.cuda.kernels import device_arch
 from kbm_toolkit.problems.substrate import substrate_for
+from kbm_toolkit.problems.tensors import build_model, draw_inputs
 
 pytestmark = pytest.mark.gpu
 
@@ -53,21 +54,22 @@ def test_guard_holds_on_the_gpu(demo: ProblemSet, tmp_path: Path) -> None:
     kernel = LoadedKernel(substrate, compile_source(substrate.source, device_arch()))
     module = problem.load()
     with pytest.raises(ContractViolation):
-        kernel(module.build_model("cuda"), module.inputs(1, "cuda"))
+        kernel(build_model(module, "cuda"), draw_inputs(module, 1, "cuda"))
 
 
 def test_inputs_are_built_on_the_gpu(demo: ProblemSet) -> None:
-    (x,) = demo.get("demo/1").load().inputs(5, "cuda")
+    (x,) = draw_inputs(demo.get("demo/1").load(), 5, "cuda")
     assert x.is_cuda and x.dtype == torch.float32
 
 
 def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(tmp_path: Path,
                                                                                  demo: ProblemSet) -> None:
     from kbm_toolkit.evaluation.run import run_evaluation
-    from kbm_toolkit.mutation.mutants import generate, screen
+    from kbm_toolkit.mutation.mutants import generate
+    from kbm_toolkit.mutation.screening import screen
     from kbm_toolkit.mutation.rules import _parse, load_rules
     from kbm_toolkit.evaluation.input_sources import official_specs
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     crash = _parse({"name": "force-crash", "family": "indexing", "description": "write far out of bounds",
                     "pattern": r"out\[i\] = ", "replacement": "out[i + (1LL << 40)] = "}, Path("t.toml"), 0)
@@ -78,7 +80,7 @@ def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(
     problem = demo.get("demo/1")
     substrate = substrate_for(problem)
     mutants = generate(substrate, rules)
-    screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), device_arch(), workers=2)
+    screened = screen(mutants, substrate.source, substrate.launcher_source, device_arch(), workers=2)
     assert all(s.status == "distinct" for s in screened), [(s.mutant.rule, s.status) for s in screened]
     store = Store(tmp_path / "s.db")
     store.record_problem(problem)
@@ -91,7 +93,7 @@ def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(
     assert set(summary.quarantined) == {by_rule["force-crash"], by_rule["force-hang"]}, (seen, summary)
     assert summary.problems == {problem.key: "done"}
     verdicts = store.mutant_verdicts(1e-2, problem.key)
-    assert verdicts[by_rule["force-crash"]] == verdicts[by_rule["force-hang"]] == "crash_probe"
+    assert verdicts[by_rule["force-crash"]] == verdicts[by_rule["force-hang"]] == "quarantined"
     others = [m.id for m in mutants if m.rule == "mul2div"]
     assert others and all(len(store.db.execute("select 1 from cells where mutant = ?", [m]).fetchall()) == 6
                           for m in others)  # the probe and the five official trials
@@ -101,9 +103,10 @@ def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path
     from kbm_toolkit.evaluation.run import run_evaluation
     from kbm_toolkit.mutation.campaign import mutate_problems
     from kbm_toolkit.protocols.registry import load_protocol
-    from kbm_toolkit.analysis.score import load_matrices, run_protocol
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
     from kbm_toolkit.evaluation.input_sources import resolve
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     problem = demo.get("demo/3")
     protocols = [load_protocol("kernelbench"), load_protocol("kbv")]

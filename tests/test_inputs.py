@@ -7,7 +7,8 @@ import torch
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.problems.tensors import spec_inputs, spec_model
 
 from conftest import FIXTURES
 
@@ -20,7 +21,7 @@ def masked() -> ProblemSet:
 
 
 def build(masked: ProblemSet, spec: InputSpec) -> list:
-    return spec.build(masked.get(P).load(dict(spec.shape)))
+    return spec_inputs(spec, masked.get(P).load(dict(spec.shape)))
 
 
 def test_id_is_stable_and_ignores_the_label() -> None:
@@ -89,9 +90,9 @@ def test_shape_override_is_applied_by_the_loaded_module(masked: ProblemSet) -> N
 
 def test_reinit_redraws_parameters_deterministically(masked: ProblemSet) -> None:
     module = masked.get(P).load()
-    default = InputSpec.make(P, 5).build_model(module)
-    a = InputSpec.make(P, 5, reinit="normal").build_model(module)
-    b = InputSpec.make(P, 5, reinit="normal").build_model(module)
+    default = spec_model(InputSpec.make(P, 5), module)
+    a = spec_model(InputSpec.make(P, 5, reinit="normal"), module)
+    b = spec_model(InputSpec.make(P, 5, reinit="normal"), module)
     assert torch.equal(a.linear.weight, b.linear.weight)
     assert not torch.equal(a.linear.weight, default.linear.weight)
 

@@ -8,10 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.mutation.mutants import generate, screen, substrate_hash
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.cli.exit_codes import ExitCode
+from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.mutation.screening import screen
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.mutation.rules import _parse, load_rules
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import Store
 from kbm_toolkit.problems.substrate import Substrate, substrate_for
 
 
@@ -35,7 +37,7 @@ SCREENING_RULES = [
 
 def test_screening_classifies_every_mutant(leaky: Substrate) -> None:
     mutants = generate(leaky, SCREENING_RULES)
-    screened = {s.mutant.rule: s for s in screen(mutants, leaky.source, leaky.launcher_path.read_text(), "sm_90", workers=2)}
+    screened = {s.mutant.rule: s for s in screen(mutants, leaky.source, leaky.launcher_source, "sm_90", workers=2)}
     assert screened["breaks-compile"].status == "compile_error"
     assert "outt" in screened["breaks-compile"].message
     assert screened["commutes"].status == "equivalent"
@@ -51,9 +53,9 @@ def test_ids_are_stable_and_change_with_the_substrate(leaky: Substrate, tmp_path
     copy = tmp_path / "demo" / "1_LeakyReLU"
     copy.mkdir(parents=True)
     (copy / "kernel.cu").write_text(leaky.source + "\n// edited\n")
-    (copy / "launch.py").write_text(leaky.launcher_path.read_text())
+    (copy / "launch.py").write_text(leaky.launcher_source)
     moved = Substrate(leaky.problem_key, copy)
-    assert substrate_hash(moved) != substrate_hash(leaky)
+    assert moved.content_hash != leaky.content_hash
     assert not set(first) & {m.id for m in generate(moved, load_rules())}
 
 
@@ -79,14 +81,14 @@ def test_two_sites_on_one_line_are_two_mutants(leaky: Substrate) -> None:
 
 def test_launcher_mutants_keep_the_kernel_image(leaky: Substrate) -> None:
     rules = [r for r in load_rules() if r.target == "launcher"]
-    screened = screen(generate(leaky, rules), leaky.source, leaky.launcher_path.read_text(), "sm_90", workers=1)
+    screened = screen(generate(leaky, rules), leaky.source, leaky.launcher_source, "sm_90", workers=1)
     assert screened and all(s.status == "distinct" for s in screened)
     assert len({s.image_hash for s in screened}) == 1
 
 
 def test_broken_launcher_mutant_is_a_compile_error(leaky: Substrate) -> None:
     bad = rule("py-syntax", r"return out", "return out)", target="launcher")
-    (s,) = screen(generate(leaky, [bad]), leaky.source, leaky.launcher_path.read_text(), "sm_90", workers=1)
+    (s,) = screen(generate(leaky, [bad]), leaky.source, leaky.launcher_source, "sm_90", workers=1)
     assert s.status == "compile_error" and "launch.py" in s.message
 
 
@@ -95,7 +97,7 @@ def test_mutants_are_recorded_and_replaced_not_duplicated(leaky: Substrate, demo
     store.record_problem(demo.get("demo/1"))
     store.record_rules(SCREENING_RULES)
     mutants = generate(leaky, SCREENING_RULES)
-    screened = screen(mutants, leaky.source, leaky.launcher_path.read_text(), "sm_90", workers=1)
+    screened = screen(mutants, leaky.source, leaky.launcher_source, "sm_90", workers=1)
     diffs = {m.id: m.diff(leaky) for m in mutants}
     store.record_mutants(leaky.problem_key, screened, diffs, "sm_90")
     store.record_mutants(leaky.problem_key, screened, diffs, "sm_90")
@@ -120,10 +122,11 @@ def test_cli_mutate_list_and_show(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "@@" in shown.output and "rule     mul2div (arithmetic)" in shown.output
 
 
-def test_cli_mutate_skips_ungated_substrates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kbm_toolkit.mutation.campaign.embedded_store_path", lambda: tmp_path / "none.db")
+def test_cli_mutate_skips_ungated_substrates_and_with_nothing_mutated_exits_bad_input(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kbm_toolkit.mutation.campaign.shipped_store_path", lambda: tmp_path / "none.db")
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "mutate", "demo/1"])
-    assert result.exit_code == 0 and "skipped demo/1_LeakyReLU: not gated" in result.output
+    assert result.exit_code == ExitCode.BAD_INPUT and "skipped demo/1_LeakyReLU: not gated" in result.output
 
 
 def test_cli_unknown_rule_and_mutant(tmp_path: Path) -> None:
@@ -148,7 +151,8 @@ def test_names_show_the_actual_edit(original: str, replacement: str, shown: tupl
 
 
 def test_samples_are_a_fair_nested_draw() -> None:
-    from kbm_toolkit.mutation.mutants import in_sample, mutant_id
+    from kbm_toolkit.mutation.mutants import mutant_id
+    from kbm_toolkit.store import in_sample
 
     ids = [mutant_id("p", "h", "r", i, i + 1, "x") for i in range(4000)]
     tenth = {m for m in ids if in_sample(m, 0.1)}

@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.paths import shipped_store_path
+from kbm_toolkit.store import shipped_store_path
 
 REPO = Path(__file__).resolve().parent.parent
 

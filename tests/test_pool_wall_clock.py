@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 from conftest import REPO, load_script
 
-from kbm_toolkit.mutation.mutants import in_sample
-from kbm_toolkit.paths import shipped_store_path
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import in_sample
+from kbm_toolkit.store import shipped_store_path
+from kbm_toolkit.store import Store
 
 
 def _bench():

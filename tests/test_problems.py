@@ -6,7 +6,10 @@ import pytest
 import torch
 
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.problems.problem import Problem, ProblemSet, kernelbench_root, trial_seeds
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.problem_set import ProblemSet, kernelbench_root
+from kbm_toolkit.problems.seeds import trial_seeds
+from kbm_toolkit.problems.tensors import build_model, draw_inputs
 
 from conftest import FIXTURES
 
@@ -32,13 +35,13 @@ def test_seeds_are_torchs_draws_without_torch() -> None:
     assert trial_seeds(3, seed=7) == [torch.randint(0, 2**32 - 1, (1,), generator=g).item() for _ in range(3)]
     torch.manual_seed(42)
     assert trial_seeds(700)[-5:] == [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(700)][-5:]
-    code = "import sys; from kbm_toolkit.problems.problem import trial_seeds; trial_seeds(105); print('torch' in sys.modules)"
+    code = "import sys; from kbm_toolkit.problems.seeds import trial_seeds; trial_seeds(105); print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
 def test_weights_are_drawn_once_under_seed_42(fixture_set: ProblemSet) -> None:
     module = fixture_set.get("good/1").load()
-    a, b = module.build_model(), module.build_model()
+    a, b = build_model(module), build_model(module)
     torch.manual_seed(42)  # KernelBench: set_seed(42) right before Model(*init)
     manual = module.Model(0.5)
     assert torch.equal(a.linear.weight, b.linear.weight)
@@ -46,14 +49,14 @@ def test_weights_are_drawn_once_under_seed_42(fixture_set: ProblemSet) -> None:
 
 
 def test_integer_and_bool_inputs_keep_their_dtype(fixture_set: ProblemSet) -> None:
-    x, mask, targets = fixture_set.get("good/1_Masked").load().inputs(seed=7)
+    x, mask, targets = draw_inputs(fixture_set.get("good/1_Masked").load(), 7)
     assert (x.dtype, mask.dtype, targets.dtype) == (torch.float32, torch.bool, torch.int64)
 
 
 def test_same_seed_same_inputs_other_seed_other_inputs(fixture_set: ProblemSet) -> None:
     module = fixture_set.get("good/1").load()
-    assert torch.equal(module.inputs(3)[0], module.inputs(3)[0])
-    assert not torch.equal(module.inputs(3)[0], module.inputs(4)[0])
+    assert torch.equal(draw_inputs(module, 3)[0], draw_inputs(module, 3)[0])
+    assert not torch.equal(draw_inputs(module, 3)[0], draw_inputs(module, 4)[0])
 
 
 def test_constants_are_found_including_chained_assignments(fixture_set: ProblemSet) -> None:
@@ -63,9 +66,9 @@ def test_constants_are_found_including_chained_assignments(fixture_set: ProblemS
 
 def test_constant_override_changes_inputs_and_model(fixture_set: ProblemSet) -> None:
     module = fixture_set.get("good/1").load({"batch": 2, "dim": 5})
-    x, _, _ = module.inputs(0)
+    x, _, _ = draw_inputs(module, 0)
     assert x.shape == (2, 5)
-    assert module.build_model().linear.weight.shape == (5, 5)
+    assert build_model(module).linear.weight.shape == (5, 5)
 
 
 def test_unknown_override_names_the_file_and_the_constants(fixture_set: ProblemSet) -> None:
@@ -88,7 +91,7 @@ def test_malformed_problem_files_fail_with_file_and_reason(fixture_set: ProblemS
 
 def test_get_inputs_must_return_a_list(fixture_set: ProblemSet) -> None:
     with pytest.raises(ProblemError, match="get_inputs\\(\\) must return a list"):
-        fixture_set.get("bad/4").load().inputs(0)
+        draw_inputs(fixture_set.get("bad/4").load(), 0)
 
 
 @pytest.mark.parametrize("ref", ["good/1_Masked", "good/1", "1_Masked", "Masked"])
@@ -142,13 +145,13 @@ def test_overrides_reach_derived_and_tuple_constants(tmp_path) -> None:
     assert module.constants["bias_shape"] == (3, 1, 1)
     assert (module.constants["depth"], module.constants["height"], module.constants["width"]) == (4, 7, 6)
     assert (module.constants["h2"], module.constants["w2"]) == (5, 9)
-    assert module.inputs(0)[0].shape == (2, 3, 4, 7, 6)
+    assert draw_inputs(module, 0)[0].shape == (2, 3, 4, 7, 6)
 
 
 def test_toml_array_overrides_become_tuples(fixture_set: ProblemSet, tmp_path) -> None:
     problem = _identity_problem(tmp_path, "Shape", "input_shape = (4, 8)", "[torch.rand(*input_shape)]")
     module = problem.load({"input_shape": [3, 5]})
-    assert module.constants["input_shape"] == (3, 5) and module.inputs(0)[0].shape == (3, 5)
+    assert module.constants["input_shape"] == (3, 5) and draw_inputs(module, 0)[0].shape == (3, 5)
 
 
 def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
@@ -157,7 +160,7 @@ def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
 
 
 def test_constants_read_without_running_agree_with_running_the_file() -> None:
-    from kbm_toolkit.problems.problem import _static_constants
+    from kbm_toolkit.problems.constants import static_constants as _static_constants
 
     from conftest import KERNELBENCH
 
@@ -188,7 +191,7 @@ def test_constants_fall_back_to_running_the_file_when_they_need_it(tmp_path) -> 
 def test_a_store_keeps_the_constants_a_shape_hook_needs_so_it_works_without_the_file(tmp_path) -> None:
     from kbm_toolkit.protocols.registry import load_protocol
     from kbm_toolkit.problems.problem import problem_from_row
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     problem = _identity_problem(tmp_path, "Shape", "batch_size = 16\ninput_shape = (4, 8)",
                                 "[torch.rand(batch_size, *input_shape)]")

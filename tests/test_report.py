@@ -7,8 +7,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.problems.problem import ProblemSet
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.store import Store
 
 from test_score import seed
 

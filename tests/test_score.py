@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kbm_toolkit.protocols.registry import load_protocol
-from kbm_toolkit.problems.problem import ProblemSet
-from kbm_toolkit.analysis.score import audit, bootstrap_band, load_matrices, run_protocol
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.analysis.matrix import load_matrices
+from kbm_toolkit.analysis.score import audit, bootstrap_band, run_protocol
+from kbm_toolkit.store import Store
 
 KB, KBV = load_protocol("kernelbench"), load_protocol("kbv")
 

@@ -7,8 +7,9 @@ import pytest
 
 from kbm_toolkit.errors import StoreError
 from kbm_toolkit.evaluation.gate import GateResult, GateRow
-from kbm_toolkit.problems.problem import ProblemSet
-from kbm_toolkit.store.store import MIGRATIONS, Store
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.store import Store
+from kbm_toolkit.store.schema import MIGRATIONS
 
 
 def test_new_store_has_every_migration_and_none_pending(fresh_store: Store) -> None:
@@ -102,7 +103,7 @@ def test_reference_magnitudes_are_stored_with_input_checks(fresh_store: Store) -
 
 def test_mutant_ids_are_rekeyed_by_problem_with_their_cells(db_path: Path) -> None:
     from kbm_toolkit.mutation.mutants import mutant_id
-    from kbm_toolkit.store.store import m005_problem_scoped_mutant_ids
+    from kbm_toolkit.store.schema import m005_problem_scoped_mutant_ids
 
     store = Store(db_path)
     site = {"substrate_hash": "s" * 64, "rule": "mul2div", "start": 10, "end": 11, "replacement": "/"}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from conftest import load_script
 
-from kbm_toolkit.paths import shipped_store_path
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import shipped_store_path
+from kbm_toolkit.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import load_protocols
-from kbm_toolkit.analysis.score import load_matrices
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.analysis.matrix import load_matrices
+from kbm_toolkit.store import Store
 from kbm_toolkit.analysis.suite import budget_curve, emit_protocol, greedy_cover, half, input_kind, kill_sets, kind_prior
 
 

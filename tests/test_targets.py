@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.problems.problem import ProblemSet
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.analysis.targets import CEILING_SCALES, ceiling, ceiling_probes, emit_targets, targeted_specs
 

@@ -12,7 +12,7 @@ textual = pytest.importorskip("textual")
 from textual.widgets import DataTable  # noqa: E402
 
 from kbm_toolkit.protocols.registry import load_protocol  # noqa: E402
-from kbm_toolkit.problems.problem import ProblemSet  # noqa: E402
+from kbm_toolkit.problems.problem_set import ProblemSet  # noqa: E402
 from kbm_toolkit.tui.app import KbmApp, MutantScreen, MutantsScreen, OverviewScreen, PatternsScreen, ProblemsScreen  # noqa: E402
 
 from test_export import build  # noqa: E402
@@ -104,7 +104,7 @@ def test_patterns_snapshot(snap_compare, store_path: Path) -> None:
 
 
 def test_the_overview_says_when_the_store_is_a_sample(store_path: Path) -> None:
-    from kbm_toolkit.store.store import Store
+    from kbm_toolkit.store import Store
 
     store = Store(store_path)
     with store.db.conn:  # as a `kbm run --sample 0.5` on a fresh store would have left it

@@ -10,8 +10,9 @@ from typing import Any
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.mutation.rules import FAMILIES
-from kbm_toolkit.analysis.score import Matrix, _killed, load_matrices, run_protocol, valid_at, witnessed
+from kbm_toolkit.vocabulary import FAMILIES
+from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
+from kbm_toolkit.analysis.score import run_protocol, witnessed
 
 
 @dataclass
@@ -87,13 +88,9 @@ def mutant_detail(store: Any, mutant_id: str, protocols: list[Protocol]) -> dict
     protocol that uses that input — so a miss shows as a blind band, an invalid input or an input
     the protocol never runs."""
     row = store.mutant(mutant_id)
-    rule = store.db["rules"].get(row["rule"]) if store.db["rules"].count else {}
+    rule = store.rules().get(row["rule"], {})
     inputs = []
-    for r in store.db.query(
-            "select c.input, c.outcome, c.margin, i.label, i.spec, k.valid, k.margin as correct_margin "
-            "from cells c join inputs i on i.id = c.input "
-            "left join input_checks k on k.input = c.input and k.substrate_hash = :h "
-            "where c.mutant = :m order by i.label", {"m": mutant_id, "h": row["substrate_hash"]}):
+    for r in store.mutant_cells(mutant_id, row["substrate_hash"]):
         spec = json.loads(r["spec"])
         verdicts = {}
         for p in protocols:
@@ -103,7 +100,7 @@ def mutant_detail(store: Any, mutant_id: str, protocols: list[Protocol]) -> dict
             elif not valid_at({"valid": r["valid"], "margin": r["correct_margin"]}, p.tolerance):
                 verdicts[p.name] = "invalid input"
             else:
-                verdicts[p.name] = "kills" if _killed((r["outcome"], r["margin"]), p.tolerance) else \
+                verdicts[p.name] = "kills" if killed((r["outcome"], r["margin"]), p.tolerance) else \
                     f"blind (margin {r['margin']:.1e} <= {p.tolerance:g})"
         inputs.append({**r, "verdicts": verdicts})
     return {"mutant": row, "rule": rule, "inputs": inputs}
@@ -116,7 +113,7 @@ def _specs(protocol: Protocol, store: Any, problem: str) -> list[Any]:
     key = (protocol.name, problem)
     if key not in _SPEC_CACHE:
         try:
-            _SPEC_CACHE[key] = protocol.specs(problem_from_row(problem, store.db["problems"].get(problem)))
+            _SPEC_CACHE[key] = protocol.specs(problem_from_row(problem, store.problem_rows().get(problem, {})))
         except KbmError:  # a hook that needs the problem file: it uses none of the stored inputs here
             _SPEC_CACHE[key] = []
     return _SPEC_CACHE[key]

@@ -19,111 +19,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbm_toolkit.analysis.matrix import Matrix, load_matrices, valid_at
+from kbm_toolkit.analysis.refereeability import flags
 from kbm_toolkit.errors import KbmError
-from kbm_toolkit.mutation.mutants import in_sample
-from kbm_toolkit.problems.problem import Problem, problem_from_row
 from kbm_toolkit.protocols.protocol import Protocol
-
-
-@dataclass
-class Matrix:
-    """One problem's slice of the store: its distinct mutants, input checks and cells."""
-
-    problem: Problem
-    mutants: dict[str, dict[str, Any]]
-    checks: dict[str, dict[str, Any]]
-    cells: dict[tuple[str, str], tuple[str, float | None]]
-    """(mutant, input) -> (outcome, margin); all of them, or only those that can kill (see load_matrices)."""
-    evaluated: dict[str, int] = field(default_factory=dict)
-    """Input -> how many of the mutants have a cell on it (passing or not)."""
-    present: dict[str, set[str]] = field(default_factory=dict)
-    """Input -> the mutants with a cell on it, for inputs some mutant lacks (with quiet cells unloaded,
-    `cells` alone cannot tell a gap from a quiet cell)."""
-    _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
-    _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
-    _stopped: set[str] | None = field(default=None, repr=False)
-
-    @property
-    def stopped(self) -> set[str]:
-        """Mutants with a crash or a timeout: runs stop them there, so their other cells may be absent."""
-        if self._stopped is None:
-            self._stopped = {m for (m, _), (outcome, _) in self.cells.items() if outcome in ("crash", "timeout")}
-        return self._stopped
-
-    def missing(self, input_id: str, excused: set[str]) -> int:
-        """Mutants with no cell on the input, leaving out those in `excused` (e.g. already detected,
-        so no cell can change their verdict)."""
-        if self.evaluated.get(input_id, 0) >= len(self.mutants):
-            return 0
-        have = self.present.get(input_id, set())
-        return sum(1 for m in self.mutants if m not in have and m not in excused)
-
-    def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
-        """The cells of one input, by mutant."""
-        if self._columns is None:
-            columns: dict[str, dict[str, tuple[str, float | None]]] = defaultdict(dict)
-            for (m, i), cell in self.cells.items():
-                columns[i][m] = cell
-            self._columns = dict(columns)
-        return self._columns.get(input_id, {})
-
-    def killed(self, input_id: str, t: float) -> set[str]:
-        """Mutants the input kills at tolerance t; once per input and tolerance, as the protocols
-        share most inputs."""
-        if (input_id, t) not in self._killed:
-            self._killed[(input_id, t)] = {m for m, cell in self.column(input_id).items() if _killed(cell, t)}
-        return self._killed[(input_id, t)]
-
-
-def load_matrices(store: Any, floor: float | None = None, full_rows: bool = False,
-                  sample: float | None = None) -> list[Matrix]:
-    """Every refereeable problem that has distinct mutants, with what the store knows about it.
-
-    A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants; with
-    `full_rows`, only those evaluated without `--first-kill` (what set cover needs); with
-    `sample`, at most that share (samples nest, so a wider store reproduces a narrower one). Four
-    queries in all, whatever the number of problems. With `floor`, cells that pass with a
-    margin at or under it are left out: they kill at no tolerance >= floor, and on a real pool
-    they are most of the cells (scoring protocols needs only the others).
-    """
-    problems = {r["key"]: r for r in store.db["problems"].rows}
-    store.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
-    # the scored mutants: distinct, of a refereeable problem, and in the problem's sample if it has one
-    share = "coalesce(p.full_rows, p.sample)" if full_rows else "p.sample"
-    if sample is not None:
-        share = f"min(coalesce({share}, 1.0), :sample)"
-    scored = ("m.status = 'distinct' and (p.key is null or ((p.refereeable is null or p.refereeable != 0) "
-              f"and ({share} is null or kbm_in_sample(m.id, {share}))))")
-    args: dict[str, Any] = {"sample": sample}
-    mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in store.db.query("select m.id, m.problem, m.substrate_hash, m.rule, m.family, m.name, m.status "
-                            f"from mutants m left join problems p on p.key = m.problem where {scored}", args):
-        mutants[r["problem"]][r["id"]] = r
-    hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}
-    checks: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in store.db.query("select k.*, i.problem, i.label, i.spec from input_checks k join inputs i on i.id = k.input"):
-        if r["substrate_hash"] in hashes.get(r["problem"], ()):
-            checks[r["problem"]][r["input"]] = r
-    # the cells of the scored mutants only: a sampled problem may hold cells outside its sample
-    distinct = f"join mutants m on m.id = c.mutant left join problems p on p.key = m.problem where {scored}"
-    evaluated: dict[str, dict[str, int]] = defaultdict(dict)
-    for input_id, problem, n in store.db.execute(f"select c.input, m.problem, count(*) from cells c {distinct} "
-                                                 "group by c.input, m.problem", args):
-        evaluated[problem][input_id] = n
-    # who has a cell on an input with gaps (a crash stop, --first-kill, an unfinished run): none on a full matrix.
-    # Read with the cells in one pass: an `input in (list)` filter let SQLite probe every mutant against every
-    # listed input, which on a first-kill pool of 23,000 mutants and 5,000 gappy inputs took 40 s
-    gappy = {k: {i for i, n in counts.items() if n < len(mutants[k])} for k, counts in evaluated.items()}
-    cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
-    present: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for mutant, input_id, outcome, margin, problem in store.db.execute(
-            f"select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c {distinct}", args):
-        if input_id in gappy[problem]:
-            present[problem][input_id].add(mutant)
-        if floor is None or not (outcome == "pass" and margin is not None and margin <= floor):
-            cells[problem][(mutant, input_id)] = (outcome, margin)
-    return [Matrix(problem_from_row(k, problems.get(k, {})), mutants[k], checks[k], cells[k], evaluated[k],
-                   dict(present[k])) for k in sorted(mutants)]
 
 
 @dataclass
@@ -139,16 +38,6 @@ class ProtocolResult:
     missing_cells: dict[str, int] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     """Problems whose specs could not be built here (e.g. a hook needs the problem file)."""
-
-
-def valid_at(check: dict[str, Any] | None, t: float) -> bool:
-    """Whether an input check says the input is valid at tolerance `t` (the correct kernel passes)."""
-    return bool(check and check["valid"] and check["margin"] is not None and check["margin"] <= t)
-
-
-def _killed(cell: tuple[str, float | None], t: float) -> bool:
-    outcome, margin = cell
-    return outcome != "pass" or margin is None or margin > t
 
 
 def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | None = None,
@@ -306,14 +195,14 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     caller has `matrices` already, loaded with the same `sample`), problems the protocol cannot
     referee (`kbm refcheck`, the vacuity band) are left out, and the store's sample, if any (at
     most `sample`), is reported."""
-    from kbm_toolkit.evaluation.reference_check import flags
-
     if matrices is None:
         judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
         matrices = load_matrices(store, min(judged), sample=sample)  # cells passing under every tolerance cannot matter
     references = store.reference_checks()
-    excluded = flags(protocol, matrices, references, tolerance)
-    vs_excluded = flags(vs, matrices, references) if vs else None
+    problems = [mx.problem for mx in matrices]
+    magnitudes = {mx.problem.key: mx.checks for mx in matrices}
+    excluded = flags(protocol, problems, references, tolerance, magnitudes)
+    vs_excluded = flags(vs, problems, references, None, magnitudes) if vs else None
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded)
     report["sample"] = store.sample_summary(sample)
     return report

@@ -11,9 +11,14 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from kbm_toolkit.analysis.score import Matrix, _killed, valid_at
+from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
+from kbm_toolkit.analysis.score import run_protocol
+from kbm_toolkit.outputs import output_file, output_folder
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.protocols.protocol import Protocol, protocol_toml
 
 
 def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
@@ -23,7 +28,7 @@ def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
     valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance) and mx.missing(i, mx.stopped) <= 0}
     kills: dict[str, set[str]] = {i: set() for i in valid}
     for (m, i), cell in mx.cells.items():
-        if i in valid and m in mx.mutants and _killed(cell, tolerance):
+        if i in valid and m in mx.mutants and killed(cell, tolerance):
             kills[i].add(m)
     return kills
 
@@ -90,6 +95,15 @@ class SuiteCurve:
     held_out_splits: list[list[float]] = field(default_factory=list)
     """Per budget, held-out detection on each of the extra salted splits (none unless asked)."""
 
+    def summary(self) -> dict[str, Any]:
+        """The curve as plain data (`kbm suite --json`): per budget, full-pool and held-out detection."""
+        return {"witnessed": self.witnessed, "problems": len(self.suites[self.budgets[0]]) if self.budgets else 0,
+                "baseline_full_pct": self.baseline_full, "baseline_held_out_pct": self.baseline_held_out,
+                "budgets": [{"budget": b, "full_pct": f, "held_out_pct": h,
+                             **({"held_out_splits_pct": self.held_out_splits[i]} if self.held_out_splits else {})}
+                            for i, (b, f, h) in enumerate(zip(self.budgets, self.full, self.held_out))],
+                "suites": {str(b): s for b, s in self.suites.items()}}
+
 
 def budget_curve(matrices: list[Matrix], tolerance: float, budgets: list[int],
                  baseline: dict[str, set[str]] | None = None, splits: int = 0) -> SuiteCurve:
@@ -135,16 +149,26 @@ def _pct(x: int, n: int) -> float:
     return 100.0 * x / n if n else float("nan")
 
 
+def suite_curve(store: Any, budget: int, tolerance: float, baseline: Protocol, splits: int = 20) -> SuiteCurve:
+    """`kbm suite`: the budget curve for B = 1..max(5, budget) over the store's full rows, against
+    `baseline`, held out on `splits` more splits. Only inputs run on every mutant can be chosen."""
+    matrices = load_matrices(store, full_rows=True)  # set cover needs full rows (not --first-kill's)
+    base = run_protocol(baseline, matrices, tolerance)
+    return budget_curve(matrices, tolerance, list(range(1, max(5, budget) + 1)), base.detected, splits)
+
+
+def write_suite(curve: SuiteCurve, store: Any, folder: Path, budget: int, tolerance: float) -> Path:
+    """The suite chosen at `budget` as an adapter folder (`folder/protocol.toml`); its path."""
+    with output_file(output_folder(folder) / "protocol.toml") as path:
+        path.write_text(emit_protocol(curve.suites[budget], store, f"suite-{budget}", tolerance))
+    return path
+
+
 def emit_protocol(suite: dict[str, list[str]], store: Any, name: str, tolerance: float) -> str:
     """The chosen suite as a protocol.toml that `kbm audit --adapter DIR` accepts."""
-    import json
-
-    from kbm_toolkit.problems.input_spec import InputSpec
-    from kbm_toolkit.protocols.protocol import protocol_toml
-
     specs = {}
     for problem, inputs in suite.items():
-        rows = [store.db["inputs"].get(i) for i in inputs]
+        rows = [store.input_row(i) for i in inputs]
         specs[problem] = [InputSpec.from_record(json.loads(r["spec"]), r["label"] or r["id"]) for r in rows]
     largest = max((len(v) for v in suite.values()), default=0)
     return protocol_toml(name, f"set-cover suite, up to {largest} inputs per problem", tolerance, specs,

@@ -18,9 +18,10 @@ import re
 from typing import Any
 
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.problems.problem import Problem, trial_seeds
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.protocols.protocol import protocol_toml
-from kbm_toolkit.analysis.score import valid_at
+from kbm_toolkit.analysis.matrix import valid_at
 
 CEILING_SCALES = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1e3, 1e4)
 """Scales probed for the validity ceiling, in increasing order."""

@@ -22,6 +22,8 @@ class ExitCode(enum.IntEnum):
     """An evaluation left problems unfinished (e.g. the correct substrate failed on an input)."""
     BELOW_THRESHOLD = 7
     """`kbm audit --fail-under PCT`: the protocol detects fewer witnessed mutants than PCT."""
+    CANNOT_WRITE = 8
+    """An output file or folder cannot be written (permissions, a file in the way, a full disk)."""
     INTERNAL = 70
     """A bug in kbm: please report it with the traceback."""
     INTERRUPTED = 130

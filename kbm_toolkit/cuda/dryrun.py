@@ -11,13 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbm_toolkit.errors import SubstrateError
+import torch
+
+from kbm_toolkit.cuda.kernels import as_shape
 from kbm_toolkit.cuda.launch_checks import check_launch
 from kbm_toolkit.cuda.launch_guard import guard
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.cuda.signatures import Signature, kernel_signatures
+from kbm_toolkit.errors import KbmError, SubstrateError
 from kbm_toolkit.problems.problem import Problem
-from kbm_toolkit.cuda.kernels import as_shape
-from kbm_toolkit.cuda.signatures import Signature
-from kbm_toolkit.problems.substrate import Substrate
+from kbm_toolkit.problems.substrate import Substrate, substrate_for
+from kbm_toolkit.problems.tensors import init_inputs
+
 
 @dataclass
 class Launch:
@@ -40,11 +45,9 @@ class DryRun:
 
 
 class RecordingKernels:
-    """Stands in for `runtime.Kernels`: validates every launch against the signatures, runs nothing."""
+    """Stands in for `kernels.Kernels`: validates every launch against the signatures, runs nothing."""
 
     def __init__(self, signatures: dict[str, Signature], where: str) -> None:
-        import torch
-
         self._torch = torch
         self._signatures = signatures
         self._where = where
@@ -73,11 +76,9 @@ class RecordingKernels:
 
 def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | None = None) -> DryRun:
     """Run `substrate`'s launcher on meta tensors shaped like the problem's inputs."""
-    import torch
-
     module = problem.load(overrides)
     with torch.device("meta"):
-        init = module.init_inputs()
+        init = init_inputs(module)
         with torch.no_grad():
             model = module.Model(*init)
         inputs = list(module.namespace["get_inputs"]())
@@ -89,7 +90,7 @@ def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | 
         result.reference_shape = tuple(ref.shape)
     except Exception:  # some references cannot run on meta; then only the launcher is checked
         ref = None
-    kernels = RecordingKernels(substrate.signatures(), str(substrate.kernel_path))
+    kernels = RecordingKernels(kernel_signatures(substrate), str(substrate.kernel_path))
     with torch.no_grad(), guard(str(substrate.launcher_path)):
         out = substrate.launcher(kernels, model, *inputs)
     result.launches = kernels.launches
@@ -101,4 +102,30 @@ def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | 
     if ref is not None and (out.shape != ref.shape or out.dtype != ref.dtype):
         raise SubstrateError(f"output is {tuple(out.shape)} {out.dtype}, reference is "
                              f"{tuple(ref.shape)} {ref.dtype}", substrate.launcher_path)
+    return result
+
+
+@dataclass
+class StaticCheck:
+    """`kbm check` on one substrate: its image and the launches of every dry run, or why it fails."""
+
+    problem: str
+    image_hash: str | None = None
+    shapes: int = 0
+    launches: int = 0
+    error: str = ""
+
+
+def check_substrate(problem: Problem, arch: str) -> StaticCheck:
+    """Compile a problem's substrate with NVRTC and dry-run its launcher at the default shape and at
+    every shape its `substrate.toml` declares; whatever breaks is the result's `error`."""
+    result = StaticCheck(problem.key)
+    try:
+        substrate = substrate_for(problem)
+        result.image_hash = compile_source(substrate.source, arch, where=str(substrate.kernel_path)).image_hash
+        shapes = [None, *substrate.gate_shapes]
+        result.shapes = len(shapes)
+        result.launches = sum(len(dry_run(problem, substrate, shape).launches) for shape in shapes)
+    except Exception as e:  # report every substrate, whatever breaks in one
+        result.error = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
     return result

@@ -5,9 +5,13 @@ from __future__ import annotations
 import platform
 import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from kbm_toolkit import __version__
+from kbm_toolkit.paths import cache_dir
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.store import SHIPPED_STORES, shipped_store_path
 
 
 def _version(dist: str) -> str | None:
@@ -71,3 +75,29 @@ def device() -> dict[str, Any]:
 def describe_task(_: Any = None) -> dict[str, Any]:
     """Worker task: software plus device."""
     return {**software(), **device(), "python_executable": sys.executable}
+
+
+def doctor_rows(problem_set: ProblemSet, store_path: Path) -> list[tuple[str, str]]:
+    """`kbm doctor`: versions, the device, where problems come from, where the stores and the cache are."""
+    info = describe_task()
+    rows = [("kbm", info["kbm"]), ("python", f"{info['python']} ({info['python_executable']})"),
+            ("torch", f"{info['torch']} (CUDA build {info.get('torch_cuda') or 'none'})"),
+            ("cuda-core", info["cuda_core"]), ("cuda-bindings", info["cuda_bindings"]),
+            ("NVRTC", info["nvrtc"])]
+    if info["cuda"]:
+        rows.append(("device", f"{info['gpu']} ({info['arch']}, {info['memory_gib']} GiB, "
+                               f"{info['gpus']} visible, driver {info.get('driver') or '?'})"))
+    else:
+        rows.append(("device", "none visible: kbm compiles (NVRTC) and reports from the store; "
+                               "gate and evaluation need a GPU"))
+    for origin, root in problem_set.roots:
+        count = sum(1 for p in problem_set.problems().values() if p.origin == origin)
+        rows.append((f"problems ({origin})", f"{root} ({count} problems)"))
+    if not problem_set.has_kernelbench:
+        rows.append(("KernelBench", "not set: pass --kernelbench PATH or set KBM_KERNELBENCH"))
+    rows.append(("store", str(store_path)))
+    for name in SHIPPED_STORES:
+        path = shipped_store_path(name)
+        rows.append((f"shipped @{name}", f"{path}" + ("" if path.is_file() else " (absent)")))
+    rows.append(("compile cache", str(cache_dir())))
+    return rows

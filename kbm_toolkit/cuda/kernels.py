@@ -1,15 +1,19 @@
 """Load compiled images on the GPU and launch their kernels on torch's current stream.
 
-This is the only module that touches CUDA through cuda.core; it runs in worker processes.
+The only module that touches CUDA through cuda.core; it runs in worker processes. `LoadedKernel`
+is a substrate (or a mutant of it) ready to run on one input under the no-compute guard.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kbm_toolkit.errors import NoDevice
 from kbm_toolkit.cuda.launch_checks import check_launch
-from kbm_toolkit.cuda.signatures import Signature
+from kbm_toolkit.cuda.launch_guard import guard
+from kbm_toolkit.cuda.nvrtc import Image
+from kbm_toolkit.cuda.signatures import Signature, kernel_signatures
+from kbm_toolkit.errors import NoDevice
+from kbm_toolkit.problems.substrate import Substrate
 
 
 def device_arch() -> str:
@@ -100,3 +104,22 @@ def as_shape(shape: tuple) -> tuple[int, ...]:
         return tuple(int(v) for v in shape[0])
     return tuple(int(v) for v in shape)
 
+
+class LoadedKernel:
+    """A substrate's launcher bound to one compiled image of its device source."""
+
+    def __init__(self, substrate: Substrate, image: Image, source: str | None = None,
+                 launcher_source: str | None = None) -> None:
+        self.substrate = substrate
+        self.kernels = Kernels(image.cubin, kernel_signatures(substrate, source), str(substrate.kernel_path))
+        self.launcher = (substrate.launcher if launcher_source is None
+                         else substrate.launcher_from(launcher_source))
+
+    def __call__(self, model: Any, inputs: list[Any]) -> Any:
+        """The output of the launcher; raises ContractViolation if it computes with torch."""
+        import torch
+
+        with torch.no_grad(), guard(str(self.substrate.launcher_path)):
+            out = self.launcher(self.kernels, model, *inputs)
+        torch.cuda.synchronize()
+        return out

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from kbm_toolkit.errors import SubstrateError
+from kbm_toolkit.problems.substrate import Substrate
 
 _ENTRY_RE = re.compile(
     r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+'
@@ -68,3 +69,12 @@ def _param(text: str, kernel: str, where: str) -> Param:
 def _strip_comments(source: str) -> str:
     source = re.sub(r"/\*.*?\*/", " ", source, flags=re.S)
     return re.sub(r"//[^\n]*", "", source)
+
+
+def kernel_signatures(substrate: Substrate, source: str | None = None) -> dict[str, Signature]:
+    """The entry points of a substrate's device source (or of `source`, a mutant's); SubstrateError
+    when there is none."""
+    found = entry_points(substrate.source if source is None else source, str(substrate.kernel_path))
+    if not found:
+        raise SubstrateError('no extern "C" __global__ entry point', substrate.kernel_path)
+    return found

@@ -12,15 +12,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbm_toolkit.cuda.signatures import kernel_signatures
 from kbm_toolkit.errors import KbmError
-from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.input_spec import InputSpec, official_specs
 from kbm_toolkit.problems.problem import Problem
-from kbm_toolkit.problems.substrate import Substrate
+from kbm_toolkit.problems.seeds import OFFICIAL_TRIALS
+from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
+from kbm_toolkit.vocabulary import GateStatus
 
 GATE_TOLERANCE = 1e-3
 """The tightest tolerance an adapter ships besides KernelBench main's 1e-4 (DESIGN.md)."""
-
-OFFICIAL_TRIALS = 5
 
 
 @dataclass
@@ -65,8 +66,6 @@ class GateResult:
 
 def gate_specs(problem: Problem, substrate: Substrate, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
     """The official trials, then the harder valid set, as input specs."""
-    from kbm_toolkit.evaluation.input_sources import official_specs
-
     specs = official_specs(problem, trials)
     key, s0 = problem.key, specs[0].seed
     specs += [
@@ -90,7 +89,7 @@ def fp64_adjudication(model: Any, inputs: list[Any], ref: Any, out: Any, toleran
     is no further off than twice that: the input is past the validity ceiling, where two correct
     fp32 kernels legitimately disagree. Otherwise `value`: the substrate is wrong.
     """
-    from kbm_toolkit.cuda.execution import in_fp64, run_fp64
+    from kbm_toolkit.cuda.reference import in_fp64, run_fp64
     from kbm_toolkit.cuda.comparison import compare
 
     exact = run_fp64(in_fp64(model), inputs)
@@ -133,7 +132,7 @@ def gate_task(task: dict[str, Any]) -> dict[str, Any]:
     """Worker task: gate one substrate with a compiled image (runs on the GPU)."""
     from kbm_toolkit.cuda.nvrtc import Image
 
-    problem = Problem(**{**task["problem"], "path": Path(task["problem"]["path"])})
+    problem = Problem.from_record(task["problem"])
     substrate = Substrate(problem.key, Path(task["substrate"]))
     image = Image(**task["image"])
     return run_gate(problem, substrate, image, task.get("tolerance", GATE_TOLERANCE)).to_dict()
@@ -144,7 +143,8 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
     """Run the substrate against its reference on every gate input."""
     import torch
 
-    from kbm_toolkit.cuda.execution import LoadedKernel, run_reference, strict_fp32_references
+    from kbm_toolkit.cuda.kernels import LoadedKernel
+    from kbm_toolkit.cuda.reference import run_reference, strict_fp32_references
     from kbm_toolkit.cuda.comparison import compare
 
     strict_fp32_references()
@@ -225,14 +225,13 @@ def compile_substrates(problems: list[Problem], arch: str, store: Any = None,
                        substrates_root: Path | None = None) -> list[Compiled]:
     """Compile every problem's substrate with NVRTC; record images (or errors) in `store`."""
     from kbm_toolkit.cuda.nvrtc import compile_source
-    from kbm_toolkit.problems.substrate import substrate_for
 
     done = []
     for problem in problems:
         item = Compiled(problem, None)
         try:
             item.substrate = substrate_for(problem, substrates_root)
-            kernels = sorted(item.substrate.signatures())
+            kernels = sorted(kernel_signatures(item.substrate))
             item.image = compile_source(item.substrate.source, arch, where=str(item.substrate.kernel_path))
         except KbmError as e:
             item.error = e.line()
@@ -266,7 +265,7 @@ def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[s
         if item.error:
             result = GateResult(item.problem.key, "error", tolerance, message=item.error)
         else:
-            task = {"op": "gate", "problem": {**asdict(item.problem), "path": str(item.problem.path)},
+            task = {"op": "gate", "problem": item.problem.record(),
                     "substrate": str(item.substrate.folder), "image": asdict(item.image), "tolerance": tolerance}
             reply = worker.run(task, timeout)
             if reply.status == "ok":
@@ -282,3 +281,56 @@ def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[s
             on_result(result)
     store.finish_run(run_id)
     return results
+
+
+GATE_WORKER = "kbm_toolkit.evaluation.gate:worker_task"
+
+
+@dataclass
+class GateRun:
+    """What `gate_problems` did: the compiles, the verdicts (none without a GPU), the device."""
+
+    compiled: list[Compiled]
+    results: list[GateResult]
+    env: dict[str, Any]
+    resumed: int = 0
+    """Substrates `resume` skipped: the store has a verdict for them at their current source."""
+
+    @property
+    def failed_compiles(self) -> list[Compiled]:
+        """The substrates NVRTC rejected."""
+        return [c for c in self.compiled if c.error]
+
+    @property
+    def all_passed(self) -> bool:
+        """Whether every verdict is `passed` (or `unrefereeable`: no checker can referee it)."""
+        return all(r.status in (GateStatus.PASSED, GateStatus.UNREFEREEABLE) for r in self.results)
+
+
+def gate_problems(problems: list[Problem], store: Any, arch: str | None = None, tolerance: float = GATE_TOLERANCE,
+                  timeout: float = 900.0, compile_only: bool = False, resume: bool = False,
+                  on_result: Any = None) -> GateRun:
+    """`kbm gate`: compile every substrate, then (with a GPU, unless `compile_only`) gate each in a
+    worker, committing every verdict as it arrives. `resume` skips substrates the store already has
+    a verdict for at this tolerance and source."""
+    from kbm_toolkit.cuda.nvrtc import DEFAULT_ARCH
+    from kbm_toolkit.evaluation.workers import Worker
+
+    env: dict[str, Any] = {"cuda": False}
+    worker = Worker(GATE_WORKER)
+    try:
+        if not compile_only:
+            reply = worker.run({"op": "describe"}, timeout=120)
+            env = reply.value if reply.status == "ok" else env
+        resumed = 0
+        if resume:
+            done = {r["problem"]: r["source_hash"] for r in store.substrates()
+                    if r["gate_run"] is not None and r["gate_tolerance"] == tolerance}
+            kept = [p for p in problems if not has_substrate(p) or done.get(p.key) != substrate_for(p).source_hash]
+            resumed, problems = len(problems) - len(kept), kept
+        compiled = compile_substrates(problems, arch or env.get("arch") or DEFAULT_ARCH, store)
+        results = (gate_compiled(compiled, store, worker, env, tolerance, timeout, on_result)
+                   if env.get("cuda") else [])
+    finally:
+        worker.close()
+    return GateRun(compiled, results, env, resumed)

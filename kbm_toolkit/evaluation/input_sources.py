@@ -12,22 +12,16 @@ from pathlib import Path
 from typing import Callable
 
 from kbm_toolkit.errors import KbmError
-from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.problems.problem import Problem, trial_seeds
+from kbm_toolkit.evaluation.gate import gate_specs
+from kbm_toolkit.problems.input_spec import InputSpec, official_specs
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.substrate import substrate_for
+from kbm_toolkit.protocols.registry import load_protocol
 from kbm_toolkit.tomlfile import load_toml
-
-OFFICIAL_TRIALS = 5
-
-
-def official_specs(problem: Problem, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
-    """KernelBench's official inputs: `get_inputs()` under each of the five trial seeds."""
-    return [InputSpec.make(problem.key, s, label=f"official trial {i}") for i, s in enumerate(trial_seeds(trials))]
 
 
 def gate_source(problem: Problem) -> list[InputSpec]:
-    from kbm_toolkit.evaluation.gate import gate_specs
-    from kbm_toolkit.problems.substrate import substrate_for
-
+    """The gate's inputs for `problem`: the official trials and the harder valid set."""
     return gate_specs(problem, substrate_for(problem))
 
 
@@ -77,8 +71,6 @@ def resolve(source: str) -> Callable[[Problem], list[InputSpec]]:
     spec_file = path.suffix in (".jsonl", ".json") or (path.suffix == ".toml" and "protocol" not in load_toml(path))
     if path.is_file() and spec_file:
         return file_source(path)
-    from kbm_toolkit.protocols.registry import load_protocol
-
     try:
         return load_protocol(source).specs
     except KbmError:

@@ -1,18 +1,21 @@
-"""Can a protocol referee a problem at all? The reference's own precision and the vacuity band.
+"""`kbm refcheck`: each problem's fp32 reference against its own fp64 evaluation, in a worker.
 
-Two things make a problem useless to a checker whatever the kernel does: a reference that misses
-its own fp64 evaluation by more than the tolerance (two correct fp32 kernels then disagree), and
-an output so small that an all-zeros kernel passes (max |ref| <= t: allclose(0, ref) holds). The
-first is measured here, in a worker, on the protocol's inputs; the second needs only the
-reference magnitudes that every evaluation stores. The audit leaves flagged problems out of its
-scores and lists them.
+What makes a problem unrefereeable (`analysis.refereeability`) is decided from what this stores.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from kbm_toolkit.analysis.refereeability import flags
+from kbm_toolkit.evaluation import device as devices
+from kbm_toolkit.evaluation.run import PHASE_TIMEOUT_S
+from kbm_toolkit.evaluation.workers import Worker
 from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.vocabulary import RunKind
 
 TARGET = "kbm_toolkit.evaluation.reference_check:refcheck_task"
 
@@ -21,13 +24,12 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Yield, per input spec, the fp32 reference's margin against its fp64 evaluation and max |ref|."""
     import torch
 
-    from kbm_toolkit.evaluation.worker_task import problem_from_record
-    from kbm_toolkit.cuda.execution import in_fp64, run_fp64, run_reference, strict_fp32_references
+    from kbm_toolkit.cuda.reference import in_fp64, run_fp64, run_reference, strict_fp32_references
     from kbm_toolkit.cuda.comparison import compare
 
     strict_fp32_references()
     device = task.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-    problem = problem_from_record(task["problem"])
+    problem = Problem.from_record(task["problem"])
     models: dict[tuple, tuple[Any, Any]] = {}
     doubles: dict[tuple, Any] = {}
     for record in task["specs"]:
@@ -54,15 +56,10 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         del inputs, ref, exact
 
 
-def check_references(store: Any, problems: list[Any], protocol: Any, env: dict[str, Any]) -> dict[str, str]:
+def check_references(store: Any, problems: list[Problem], protocol: Protocol, env: dict[str, Any]) -> dict[str, str]:
     """Store the reference checks `protocol`'s inputs lack, in a worker; return problems that failed."""
-    from dataclasses import asdict
-
-    from kbm_toolkit.evaluation.run import PHASE_TIMEOUT_S
-    from kbm_toolkit.evaluation.workers import Worker
-
     device = "cuda" if env.get("cuda") else "cpu"
-    run_id = store.start_run("refcheck", env)
+    run_id = store.start_run(RunKind.REFCHECK, env)
     done, failed = set(store.reference_checks()), {}
     with Worker(TARGET) as worker:
         for problem in problems:
@@ -71,7 +68,7 @@ def check_references(store: Any, problems: list[Any], protocol: Any, env: dict[s
                 continue
             store.record_problem(problem)
             store.record_inputs(specs, protocol.name)
-            task = {"problem": {**asdict(problem), "path": str(problem.path)},
+            task = {"problem": problem.record(),
                     "specs": [s.record() for s in specs], "device": device}
             for reply in worker.stream(task, timeout=PHASE_TIMEOUT_S):
                 if reply.status == "item":
@@ -82,33 +79,48 @@ def check_references(store: Any, problems: list[Any], protocol: Any, env: dict[s
     return failed
 
 
-def flags(protocol: Any, matrices: list[Any], checks: dict[str, dict[str, Any]],
-          tolerance: float | None = None) -> dict[str, str]:
-    """Problems `protocol` cannot referee at `tolerance` (default its own), with the reason.
+@dataclass
+class RefcheckRow:
+    """One problem's reference checks under a protocol."""
 
-    `checks` are stored reference checks by input id. A problem is flagged when the protocol
-    excludes it, when its reference misses fp64 by more than the tolerance on one of the
-    protocol's inputs, or when every input whose reference magnitude is known has max |ref| <=
-    tolerance (an all-zeros output passes).
-    """
-    t = protocol.tolerance if tolerance is None else tolerance
-    out: dict[str, str] = {}
-    for mx in matrices:
-        if not protocol.applies_to(mx.problem):  # its inputs list is empty: every witness would count as missed
-            out[mx.problem.key] = "the protocol excludes it (`exclude` in its protocol file)"
-            continue
-        try:
-            specs = protocol.specs(mx.problem)
-        except Exception:  # a problem the protocol cannot describe is reported elsewhere
-            continue
-        worst = max(((checks[s.id].get("fp64_margin") or 0.0, s.label) for s in specs if s.id in checks),
-                    default=None)
-        if worst is not None and worst[0] > t:
-            out[mx.problem.key] = f"the reference misses its fp64 evaluation by {worst[0]:.1e} > {t:g} ({worst[1]})"
-            continue
-        magnitudes = [m for s in specs
-                      for m in ((mx.checks.get(s.id) or {}).get("ref_abs_max"), (checks.get(s.id) or {}).get("ref_abs_max"))
-                      if m is not None]
-        if magnitudes and max(magnitudes) <= t:
-            out[mx.problem.key] = f"vacuous: max |ref| {max(magnitudes):.1e} <= {t:g} on every input, an all-zeros output passes"
-    return out
+    problem: str
+    inputs: int
+    """The protocol's inputs with a stored check."""
+    worst_fp64_margin: float
+    largest_ref: float
+    flag: str = ""
+    """Why the protocol cannot referee the problem ("" when it can)."""
+    raised: str = ""
+    """What the reference raised, on how many of the inputs ("" when it ran on every one)."""
+
+    @property
+    def verdict(self) -> str:
+        """`ok`, `flag` (cannot be refereed) or `error` (the reference raised: nothing was checked there)."""
+        return "error" if self.raised else "flag" if self.flag else "ok"
+
+
+@dataclass
+class Refcheck:
+    """`kbm refcheck`: every selected problem's row, where the checks ran, and problems whose check stopped."""
+
+    protocol: Protocol
+    device: str
+    rows: list[RefcheckRow]
+    stopped: dict[str, str] = field(default_factory=dict)
+
+
+def refcheck(store: Any, problems: list[Problem], protocol: Protocol) -> Refcheck:
+    """Check each problem's reference against its fp64 evaluation on `protocol`'s inputs (the GPU when
+    there is one, else the CPU; checks already stored are kept), then judge each problem."""
+    env = devices.describe_device()
+    stopped = check_references(store, problems, protocol, env)
+    checks = store.reference_checks()
+    flagged = flags(protocol, problems, checks)
+    rows = []
+    for problem in problems:
+        mine = [checks[s.id] for s in protocol.specs(problem) if s.id in checks]
+        raised = [r["note"] for r in mine if (r["note"] or "").startswith("reference raised")]
+        rows.append(RefcheckRow(problem.key, len(mine), max((r["fp64_margin"] or 0.0 for r in mine), default=0.0),
+                                max((r["ref_abs_max"] or 0.0 for r in mine), default=0.0), flagged.get(problem.key, ""),
+                                f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)" if raised else ""))
+    return Refcheck(protocol, "cuda" if env.get("cuda") else "cpu", rows, stopped)

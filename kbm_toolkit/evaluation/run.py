@@ -1,7 +1,7 @@
 """`kbm run` as a library call: fill the kill matrix for chosen problems and inputs.
 
 The parent never touches CUDA. Per problem it compiles the substrate and its distinct mutants
-(NVRTC, cached), quarantines mutants that crash or hang on a tiny probe input (`crash_probe`),
+(NVRTC, cached), quarantines mutants that crash or hang on a tiny probe input (`quarantined`),
 then sends input-major tasks to a GPU worker and commits every cell it streams back. A crash
 costs one worker restart and the task resumes after the culprit; a launch that overruns its
 deadline (derived from the correct kernel's time on that input) is killed and recorded as
@@ -25,10 +25,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
+from kbm_toolkit.analysis.runs import TIME_SPLIT
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.vocabulary import STOPPING_OUTCOMES, MutantStatus
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.mutation.mutants import generate, in_sample, substrate_hash
+from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.store import in_sample
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.mutation.rules import load_rules
@@ -36,8 +39,7 @@ from kbm_toolkit.problems.substrate import Substrate, substrate_for
 from kbm_toolkit.evaluation.workers import Worker, WorkerClosed
 
 TARGET = "kbm_toolkit.evaluation.worker_task:evaluate_task"
-STOPPING = ("crash", "timeout")
-"""Cell outcomes after which a mutant is not run on the problem's other inputs."""
+STOPPING = STOPPING_OUTCOMES
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
 COMPILE_NICENESS = 10
@@ -83,19 +85,6 @@ class RunSummary:
     """Where the workers' time went (`TIME_SPLIT` keys, in worker-seconds), as the run stores it."""
 
 
-TIME_SPLIT = {
-    "launches": "mutants' launches (launcher and kernel, synchronised)",
-    "crashed": "launches that crashed or hung, until the crash or the deadline",
-    "loading": "loading mutants' images into the worker",
-    "comparing": "comparing outputs and checking inputs for overwrites",
-    "building": "building models and inputs",
-    "references": "running references",
-    "correct": "running the correct kernel",
-    "spares": "waiting for a spare worker to finish starting",
-    "planning": "waiting for the next problem to finish compiling",
-    "tail": "no problem left while other workers finish",
-}
-"""The parts of a run's worker time it measures; the rest (pipes, task set-up) is `other`."""
 _RECORD_MS = {"cell": {"ms": "launches", "load_ms": "loading", "check_ms": "comparing"},
               "input": {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"},
               "rebuilt": {"build_ms": "building", "ref_ms": "references"}}
@@ -104,7 +93,7 @@ _RECORD_MS = {"cell": {"ms": "launches", "load_ms": "loading", "check_ms": "comp
 def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
     """A tiny input: the smallest shape the substrate declares for its gate, else the official one."""
     shapes = sorted(substrate.gate_shapes, key=lambda s: sum(v for v in s.values() if isinstance(v, int)))
-    from kbm_toolkit.problems.problem import trial_seeds
+    from kbm_toolkit.problems.seeds import trial_seeds
 
     seed = trial_seeds(1)[0]
     return InputSpec.make(problem.key, seed, shape=shapes[0] if shapes else None, label="probe")
@@ -115,9 +104,9 @@ def stored_mutants(store: Any, problem: Problem, sample: float | None = None
     """The substrate, its hash, and the stored mutants an evaluation runs (distinct or quarantined),
     only those in the `sample` share when one is given."""
     substrate = substrate_for(problem)
-    sh = substrate_hash(substrate)
+    sh = substrate.content_hash
     current = [r for r in store.mutants(problem.key) if r["substrate_hash"] == sh]
-    rows = {r["id"]: r for r in current if r["status"] in ("distinct", "crash_probe") and in_sample(r["id"], sample)}
+    rows = {r["id"]: r for r in current if r["status"] in (MutantStatus.DISTINCT, MutantStatus.QUARANTINED) and in_sample(r["id"], sample)}
     if not rows and (sample is None or not current):
         raise KbmError(f"no mutants of {problem.key} at its current source: run `kbm mutate {problem.key}` first")
     return substrate, sh, rows
@@ -173,7 +162,7 @@ def _drive(worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: l
     while True:
         if _complete([m["id"] for m in mutants], specs, done, checked):
             return "done"
-        task = {"problem": {**asdict(plan.problem), "path": str(plan.problem.path)},
+        task = {"problem": plan.problem.record(),
                 "substrate": str(plan.substrate.folder), "original": plan.original,
                 "specs": [s.record() for s in specs],
                 "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")} for m in mutants],
@@ -237,7 +226,7 @@ def run_problem(worker: Worker, store_view: dict[str, Any], plan: ProblemPlan,
     done, checked = set(store_view["done"]), dict(store_view["checked"])
     if not rerun_crashers:  # a crashed mutant stays stopped (see _drive)
         done |= {(m, s.id) for m in store_view["crashed"] for s in plan.specs}
-    mutants = [m for m in plan.mutants if m["status"] == "distinct"]
+    mutants = [m for m in plan.mutants if m["status"] == MutantStatus.DISTINCT]
     if plan.probe is not None:
         probed: list[dict[str, Any]] = []
 
@@ -269,7 +258,7 @@ def _to_run(view: dict[str, Any], rows: dict[str, dict[str, Any]], specs: list[I
     """
     done, left = view["done"], {}
     for m, row in rows.items():
-        if row["status"] != "distinct":
+        if row["status"] != MutantStatus.DISTINCT:
             continue  # quarantined on the probe: never run again
         if probe_input is not None and ((m, probe_input.id) not in done or m in view["probe_crashes"]):
             left[m] = row
@@ -284,10 +273,7 @@ def _stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
     On this run's inputs: a mutant that crashed only on other inputs runs here, since a protocol
     made of these inputs has not seen its crash and needs its cells. On the probe: mutants a
     killed run left unquarantined."""
-    ids = [s.id for s in specs]
-    rows = store.db.execute(f"select distinct mutant from cells where input in ({', '.join('?' * len(ids))}) "
-                            f"and outcome in ({', '.join('?' * len(STOPPING))})", [*ids, *STOPPING]).fetchall()
-    return {r[0] for r in rows}
+    return store.stopped_on([s.id for s in specs], STOPPING)
 
 
 def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Problem], list[InputSpec]],
@@ -300,7 +286,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                    first_kill: list[Any] | None = None) -> RunSummary:
     """Fill the kill matrix: every distinct mutant of `problems` on every input from `specs_for`.
 
-    With `sample`, only that deterministic share of each problem's mutants (`mutate.in_sample`);
+    With `sample`, only that deterministic share of each problem's mutants (`store.in_sample`);
     the store records the share, and scores are over it. Problems run in an order fixed by a hash
     of their keys, so a run stopped early has covered a random subset of problems, not the first
     level's matmuls. A mutant that crashes or hangs on an input is not run on the others unless
@@ -327,7 +313,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         specs = specs_for(problem)
         if checks_only:
             substrate = substrate_for(problem)
-            sh, rows = substrate_hash(substrate), {}
+            sh, rows = substrate.content_hash, {}
         else:
             substrate, sh, rows = stored_mutants(store, problem, sample)
             if only is not None:
@@ -361,7 +347,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                               "probe_crashes": _stopped_on(store, [probe_input] if probe_input else []),
                               # under --first-kill a stored crash settles its protocols like any detection
                               "crashed": set() if settled else _stopped_on(store, specs)}
-        total += sum(r["status"] == "distinct" for r in rows.values()) * (len(specs) + (1 if probe else 0))
+        total += sum(r["status"] == MutantStatus.DISTINCT for r in rows.values()) * (len(specs) + (1 if probe else 0))
         hashes[problem.key] = sh
         left = _to_run(views[problem.key], rows, specs, probe_input, rerun_crashers)
         if not left and all(s.id in views[problem.key]["checked"] for s in inputs):
@@ -464,7 +450,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                         store.record_input_check(hashes[key], run_id, rec)
                     elif kind == "quarantine":
                         flush()
-                        store.set_mutant_status(rec["mutant"], "crash_probe", "crashed or hung on the probe input")
+                        store.set_mutant_status(rec["mutant"], MutantStatus.QUARANTINED, "crashed or hung on the probe input")
                         summary.quarantined.append(rec["mutant"])
                     elif kind == "problem":
                         summary.problems[key] = rec["verdict"]
@@ -568,11 +554,6 @@ def _compile_process_init() -> None:
     KeyboardInterrupt traceback, or raised one inside the planner's thread."""
     os.nice(COMPILE_NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:
-    """A run's stored split as (seconds, part), largest first, without the `wall` total."""
-    return sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
 
 
 def _split(seconds: dict[str, float], summary: RunSummary, began: float, finished: list[float],

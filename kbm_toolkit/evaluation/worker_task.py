@@ -40,7 +40,7 @@ def warm_up() -> dict[str, float]:
     import torch
     from cuda.core import Device
 
-    from kbm_toolkit.cuda.execution import strict_fp32_references
+    from kbm_toolkit.cuda.reference import strict_fp32_references
     from kbm_toolkit.cuda.launch_guard import guard
     from kbm_toolkit.cuda.comparison import compare
     from kbm_toolkit.cuda.nvrtc import compile_source
@@ -78,11 +78,6 @@ def unchanged(now: Any, saved: Any) -> bool:
     return torch.equal(now, saved)
 
 
-def problem_from_record(data: dict[str, Any]) -> Problem:
-    """A Problem from the plain record a task carries."""
-    return Problem(**{**data, "path": Path(data["path"])})
-
-
 def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Yield `input`, `start` and `cell` records for every (input, mutant) pair not in `done`
     (with a `first_kill` rule, nor any pair that rule skips after this task's own cells). An input
@@ -93,13 +88,14 @@ def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """
     import torch
 
-    from kbm_toolkit.cuda.execution import LoadedKernel, run_reference, strict_fp32_references
+    from kbm_toolkit.cuda.kernels import LoadedKernel
+    from kbm_toolkit.cuda.reference import run_reference, strict_fp32_references
     from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
     from kbm_toolkit.cuda.comparison import compare
     from kbm_toolkit.cuda.nvrtc import Image
 
     strict_fp32_references()
-    problem = problem_from_record(task["problem"])
+    problem = Problem.from_record(task["problem"])
     substrate = Substrate(problem.key, Path(task["substrate"]))
     correct = LoadedKernel(substrate, Image(**task["original"]))
     done = {tuple(p) for p in task.get("done", ())}

@@ -6,13 +6,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbm_toolkit.mutation.mutants import Screened, generate, screen
-from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.mutation.rules import RuleError, load_rules
+from kbm_toolkit.mutation.screening import Screened, screen
 from kbm_toolkit.problems.problem import Problem
-from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.problems.substrate import has_substrate, substrate_for
+from kbm_toolkit.store import Store, shipped_store_path
+from kbm_toolkit.vocabulary import GateStatus, MutantStatus
 
-STAGES = ("generated", "compile_error", "duplicate", "equivalent", "distinct")
+STAGES = ("generated", MutantStatus.COMPILE_ERROR.value, MutantStatus.DUPLICATE.value, MutantStatus.EQUIVALENT.value,
+          MutantStatus.DISTINCT.value)
+"""The columns of the pipeline summary: generated, then what screening made of them."""
 
 
 @dataclass
@@ -41,13 +45,11 @@ class MutationSummary:
 
 def gated_sources(store: Any) -> dict[str, str]:
     """problem → kernel source hash of every substrate whose gate passed (user store, else embedded)."""
-    found = {r["problem"]: r["source_hash"] for r in store.substrates() if r["gate_status"] == "passed"}
-    if embedded_store_path().is_file():
-        from kbm_toolkit.store.store import Store
-
-        embedded = Store(embedded_store_path(), readonly=True)
-        for r in embedded.substrates():
-            if r["gate_status"] == "passed":
+    found = {r["problem"]: r["source_hash"] for r in store.substrates() if r["gate_status"] == GateStatus.PASSED}
+    if shipped_store_path().is_file():
+        shipped = Store(shipped_store_path(), readonly=True)
+        for r in shipped.substrates():
+            if r["gate_status"] == GateStatus.PASSED:
                 found.setdefault(r["problem"], r["source_hash"])
     return found
 
@@ -61,8 +63,6 @@ def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: 
     if rule_names:
         unknown = sorted(set(rule_names) - {r.name for r in rules})
         if unknown:
-            from kbm_toolkit.mutation.rules import RuleError
-
             raise RuleError(f"no rule named {unknown[0]!r} (see `kbm rules`)")
         rules = [r for r in rules if r.name in rule_names]
     store.record_rules(rules)
@@ -78,7 +78,7 @@ def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: 
             continue
         mutants = generate(substrate, rules)
         task = progress.add_task(problem.key, total=len(mutants)) if progress else None
-        screened = screen(mutants, substrate.source, substrate.launcher_path.read_text(), arch, workers,
+        screened = screen(mutants, substrate.source, substrate.launcher_source, arch, workers,
                           on_progress=(lambda n: progress.advance(task, n)) if progress else None)
         if progress:
             progress.update(task, completed=len(mutants))

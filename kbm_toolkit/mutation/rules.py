@@ -33,10 +33,11 @@ from typing import Any, Callable, Iterator
 from kbm_toolkit.mutation.cuda_source import CudaSource
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.paths import data_dir
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.problems.substrate import FILES, has_substrate, substrate_for
 from kbm_toolkit.tomlfile import load_toml
+from kbm_toolkit.vocabulary import FAMILIES
 
-FAMILIES = ("arithmetic", "indexing", "semantic", "boundary", "synchronization", "precision")
-TARGETS = {"kernel": "kernel.cu", "launcher": "launch.py"}
 REGIONS = ("loop-header", "condition")
 _GUARD_KEYS = {"inside", "not_inside", "line_matches", "line_excludes", "function_matches",
                "function_excludes", "source_matches"}
@@ -162,7 +163,7 @@ def _parse(entry: dict[str, Any], path: Path, index: int) -> Rule:
     if entry["family"] not in FAMILIES:
         raise fail(f"family must be one of {', '.join(FAMILIES)}, got {entry['family']!r}")
     target = entry.get("target", "kernel")
-    if target not in TARGETS:
+    if target not in FILES:
         raise fail(f"target must be 'kernel' or 'launcher', got {target!r}")
     try:
         pattern = re.compile(entry["pattern"], re.M)
@@ -206,3 +207,10 @@ def _check_template(pattern: re.Pattern[str], template: str) -> None:
             raise re.error(f"unknown group name {named!r}")
         if named and named.isdigit() and int(named) > pattern.groups:
             raise re.error(f"invalid group reference {named}")
+
+
+def site_counts(rules: list[Rule], problems: ProblemSet) -> tuple[dict[str, int], int]:
+    """Rule name -> how many sites it has over every substrate of `problems`, and how many substrates
+    that is (no compiling: `kbm rules --sites`)."""
+    substrates = [substrate_for(p) for p in problems.select() if has_substrate(p)]
+    return {r.name: sum(len(list(r.sites(s.file(r.target)))) for s in substrates) for r in rules}, len(substrates)

@@ -1,7 +1,7 @@
 """Input specs: small serialisable records saying how to build one input for one problem.
 
 The common language of adapters, the gate and the evaluator. The same spec builds the same
-tensors, bit for bit, on the same device and software. A spec holds no tolerance: the protocol
+tensors (`problems.tensors`), bit for bit, on the same device and software. A spec holds no tolerance: the protocol
 that uses it does, so protocols sharing an input share its cells.
 
 Record form (JSON/TOML):
@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbm_toolkit.errors import KbmError
-from kbm_toolkit.problems.problem import ProblemModule, set_seed
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.seeds import OFFICIAL_TRIALS, trial_seeds
 
 BASES = {"official": 0, "normal": 2, "uniform": 2, "loguniform": 2}
 """Base draws and how many parameters each takes: normal (mean, std), uniform (low, high),
@@ -112,74 +113,7 @@ class InputSpec:
         """What the model depends on: the shape overrides and the parameter init."""
         return (self.shape, self.reinit)
 
-    def build_model(self, module: ProblemModule, device: str = "cpu") -> Any:
-        """The reference model for this spec (`module` loaded with this spec's shape overrides)."""
-        import torch
 
-        model = module.build_model(device)
-        if self.reinit == "normal":
-            g = torch.Generator(device="cpu").manual_seed(self.seed ^ 0x9A2A)
-            with torch.no_grad():
-                for p in model.parameters():
-                    if p.is_floating_point():
-                        p.copy_(torch.randn(p.shape, generator=g).to(p.device, p.dtype))
-        return model
-
-    def build(self, module: ProblemModule, device: str = "cpu") -> list[Any]:
-        """The input tensors; `module` must be loaded with this spec's shape overrides."""
-        import torch
-
-        values = module.inputs(self.seed, device)
-        if self.base != "official":
-            set_seed(self.seed ^ 0x5EED)
-            values = [self._redraw(v) for v in values]
-        for op, params in self.transforms:
-            p = dict(params)
-            target = p.get("input")
-            values = [_apply(op, p, v) if _is_float_tensor(v) and target in (None, i) else v
-                      for i, v in enumerate(values)]
-        return [v.contiguous() if isinstance(v, torch.Tensor) else v for v in values]
-
-    def _redraw(self, value: Any) -> Any:
-        import torch
-
-        if not _is_float_tensor(value):
-            return value
-        a, b = self.params
-        out = torch.empty_like(value)
-        if self.base == "normal":
-            return out.normal_(a, b)
-        if self.base == "uniform":
-            return out.uniform_(a, b)
-        # loguniform: |x| = 10**U(log10 a, log10 b), sign +/- with equal odds
-        import math
-
-        magnitude = torch.pow(10.0, out.uniform_(math.log10(a), math.log10(b)))
-        sign = torch.empty_like(value).bernoulli_(0.5).mul_(2).sub_(1)
-        return magnitude.mul_(sign)
-
-
-def _apply(op: str, p: dict[str, Any], v: Any) -> Any:
-    import torch
-
-    if op == "scale":
-        return v * p["by"]
-    v = v.clone()
-    if op == "spike":
-        v.select(int(p.get("dim", -1)), int(p.get("index", -1))).fill_(float(p["value"]))
-    elif op == "spike_element":
-        v.view(-1)[int(p.get("index", -1))] = float(p["value"])
-    elif op == "nan_element":
-        v.view(-1)[int(p.get("index", -1))] = float("nan")
-    elif op == "quantize":
-        levels = float(p.get("levels", 4))
-        v = torch.round(v * levels) / levels
-    elif op == "near_constant":
-        v = 1.0 + float(p.get("eps", 1e-4)) * v
-    return v
-
-
-def _is_float_tensor(value: Any) -> bool:
-    import torch
-
-    return isinstance(value, torch.Tensor) and value.is_floating_point()
+def official_specs(problem: Problem, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
+    """KernelBench's official inputs: `get_inputs()` under each of its trial seeds."""
+    return [InputSpec.make(problem.key, s, label=f"official trial {i}") for i, s in enumerate(trial_seeds(trials))]

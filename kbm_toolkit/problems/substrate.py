@@ -17,8 +17,11 @@ from typing import Any, Callable
 from kbm_toolkit.errors import SubstrateError
 from kbm_toolkit.paths import data_dir
 from kbm_toolkit.problems.problem import Problem
-from kbm_toolkit.cuda.signatures import Signature, entry_points
 from kbm_toolkit.tomlfile import load_toml
+
+
+FILES = {"kernel": "kernel.cu", "launcher": "launch.py"}
+"""A rule's target and the substrate file it rewrites."""
 
 
 @dataclass(frozen=True)
@@ -43,20 +46,27 @@ class Substrate:
 
     @property
     def source_hash(self) -> str:
-        """sha256 of `kernel.cu`."""
+        """sha256 of `kernel.cu`: what the gate's verdict is for."""
         return hashlib.sha256(self.source.encode()).hexdigest()
 
-    def signatures(self, source: str | None = None) -> dict[str, Signature]:
-        """Entry points of `source` (default: this substrate's own)."""
-        found = entry_points(self.source if source is None else source, str(self.kernel_path))
-        if not found:
-            raise SubstrateError('no extern "C" __global__ entry point', self.kernel_path)
-        return found
+    @property
+    def launcher_source(self) -> str:
+        """The host source (`launch.py`)."""
+        return self.launcher_path.read_text()
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 over both files (a store's `substrate_hash`): mutant ids are stable while neither changes."""
+        return hashlib.sha256((self.source + "\0" + self.launcher_source).encode()).hexdigest()
+
+    def file(self, target: str) -> str:
+        """The text of the file a rule `target` (`kernel` or `launcher`) rewrites."""
+        return self.source if target == "kernel" else self.launcher_source
 
     @cached_property
     def launcher(self) -> Callable[..., Any]:
         """`launch(k, model, *inputs)` from `launch.py`."""
-        return self.launcher_from(self.launcher_path.read_text())
+        return self.launcher_from(self.launcher_source)
 
     def launcher_from(self, source: str) -> Callable[..., Any]:
         """`launch` from the text of a launcher (this substrate's, or a launcher mutant's)."""

@@ -40,7 +40,8 @@ from typing import Any, Callable
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.problems.problem import Problem, trial_seeds
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.tomlfile import load_toml
 
 _PROTOCOL_KEYS = {"name", "description", "tolerance", "drop_nonfinite_reference", "exclude", "module",

@@ -1,28 +1,39 @@
 """Find protocols: installed adapters (entry-point group `kbm.adapters`) or a path.
 
 An entry point names a callable returning the adapter's folder (or its protocol.toml). Listing
-names imports nothing; loading one adapter imports only that adapter.
+names imports nothing; loading one adapter imports only that adapter. Every option that names a
+protocol resolves it here, the same way: a protocol's name (an adapter's or a variant's), or a
+folder or `.toml` file. A protocol given by path may not take an installed protocol's name: the
+audit's denominator would silently use it in the installed one's place.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import Iterable
 
 from kbm_toolkit.errors import KbmError
-from kbm_toolkit.protocols.protocol import Protocol, load_protocols
+from kbm_toolkit.protocols.protocol import Protocol, ProtocolError, load_protocols
 
 GROUP = "kbm.adapters"
-
 
 BUILT_IN = ("kernelbench", "kbv", "fuzz")
 """Adapters that ship with kbm: registered by its own entry points, and found without them when
 kbm runs from a source tree that was never installed (as on a GPU box with no package index)."""
 
+_BUILT_IN_TARGET = "kbm_toolkit.protocols.builtin:{name}"
+
 
 def _entry_points() -> dict[str, EntryPoint]:
-    found = {name: EntryPoint(name, f"kbm_toolkit.protocols.builtin:{name}", GROUP) for name in BUILT_IN}
-    return found | {ep.name: ep for ep in entry_points(group=GROUP)}
+    found = {name: EntryPoint(name, _BUILT_IN_TARGET.format(name=name), GROUP) for name in BUILT_IN}
+    for ep in entry_points(group=GROUP):
+        if ep.name in BUILT_IN and ep.value != found[ep.name].value:
+            # a plug-in named like a built-in adapter: the built-in one stays, the plug-in is refused by name
+            found[f"{ep.name} ({ep.value})"] = ep
+            continue
+        found[ep.name] = ep
+    return found
 
 
 def adapter_names() -> list[str]:
@@ -33,6 +44,9 @@ def adapter_names() -> list[str]:
 def adapter_protocols(name: str) -> list[Protocol]:
     """The protocols (base and variants) of installed adapter `name`."""
     ep = _entry_points()[name]
+    if ep.name != name:
+        raise KbmError(f"adapter {ep.name!r} ({ep.value}) is named like kbm's built-in {ep.name!r}, which it "
+                       "would replace; rename its entry point")
     try:
         target = ep.load()()
     except Exception as e:  # a third-party plug-in that breaks on import
@@ -42,22 +56,56 @@ def adapter_protocols(name: str) -> list[Protocol]:
 
 def all_protocols() -> list[Protocol]:
     """Every protocol of every installed adapter."""
-    return [p for name in adapter_names() for p in adapter_protocols(name)]
+    return [p for name in adapter_names() if " (" not in name for p in adapter_protocols(name)]
 
 
-def load_protocol(ref: str) -> Protocol:
-    """A protocol by name (an adapter's or a variant's) or by path (folder or .toml)."""
+def installed() -> list[tuple[str, Protocol]]:
+    """(adapter, protocol) for every installed protocol, in adapter order (`kbm adapters`)."""
+    return [(name, p) for name in adapter_names() if " (" not in name for p in adapter_protocols(name)]
+
+
+def load_protocol(ref: str, known_problems: Iterable[str] | None = None) -> Protocol:
+    """A protocol by name (an adapter's or a variant's) or by path (folder or .toml).
+
+    A protocol loaded from a path may not share an installed protocol's name, and with
+    `known_problems` (problem keys), every `problem` and `exclude` entry it has must name one of them.
+    """
     path = Path(ref)
     if path.exists():
-        return load_protocols(path)[0]
+        protocol = load_protocols(path)[0]
+        _check_not_shadowing(protocol)
+        if known_problems is not None:
+            check_problems_named(protocol, set(known_problems))
+        return protocol
     names = adapter_names()
     if ref in names:
         for protocol in adapter_protocols(ref):
             if protocol.name == ref:
                 return protocol
-    for name in names:
-        for protocol in adapter_protocols(name):
-            if protocol.name == ref:
-                return protocol
+    for protocol in all_protocols():
+        if protocol.name == ref:
+            return protocol
     known = ", ".join(p.name for p in all_protocols()) or "none"
     raise KbmError(f"no adapter, protocol or path {ref!r} (installed: {known})")
+
+
+def _check_not_shadowing(protocol: Protocol) -> None:
+    for other in all_protocols():
+        if other.name == protocol.name and Path(other.path).resolve() != Path(protocol.path).resolve():
+            raise ProtocolError(f"protocol {protocol.name!r} is named like the installed one ({other.path}); "
+                                "give it a name of its own", protocol.path)
+
+
+def _names_problem(entry: str, keys: set[str]) -> bool:
+    """Whether `entry` (a key, or `level/id`) names one of `keys`."""
+    return entry in keys or any(k.split("_", 1)[0] == entry for k in keys)
+
+
+def check_problems_named(protocol: Protocol, keys: set[str]) -> None:
+    """ProtocolError unless every problem a protocol's `[[inputs]]` and `exclude` name is among `keys`."""
+    named = [("exclude", e) for e in protocol.exclude]
+    named += [(f"inputs #{i + 1}", e["problem"]) for i, e in enumerate(protocol.inputs) if "problem" in e]
+    for where, entry in named:
+        if not _names_problem(entry, keys):
+            raise ProtocolError(f"{protocol.name}: {where} names {entry!r}, which is no problem here or in the store",
+                                protocol.path)

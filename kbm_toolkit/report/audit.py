@@ -11,9 +11,7 @@ from kbm_toolkit.report import terminal
 
 def provenance(store: Any) -> str:
     """Which GPUs and dates the cells come from (the audit's first line)."""
-    rows = list(store.db.query(
-        "select r.gpu, min(r.started) as first, max(r.started) as last, count(distinct r.id) as runs "
-        "from runs r where r.id in (select distinct run from cells) group by r.gpu"))
+    rows = store.cell_provenance()
     where = f"store {store.path}" if store.path else "in-memory store"
     if not rows:
         return f"No cells in the {where}: nothing has been evaluated yet."
@@ -37,6 +35,17 @@ def sample_words(sample: dict[str, Any]) -> str:
             + f"; --sample {sample['least']:g} scores all alike)")
 
 
+def incomplete_words(report: dict[str, Any]) -> str:
+    """"" when the protocol's score is over all of its cells; else how much of it is missing, in words
+    that belong beside the score."""
+    checks, cells = report["missing"]["checks"], report["missing"]["cells"]
+    inputs, missing = sum(map(len, checks.values())), sum(cells.values())
+    if not inputs and not missing:
+        return ""
+    parts = ([f"{inputs:,} of its inputs never checked"] if inputs else []) + ([f"{missing:,} cells missing"] if missing else [])
+    return "incomplete: " + " and ".join(parts) + f" on {len(set(checks) | set(cells))} problems"
+
+
 def print_audit(report: dict[str, Any], first_line: str) -> None:
     """The audit report on the terminal."""
     console = terminal.console(width=100)
@@ -53,8 +62,9 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
     else:
         lo, hi = report["band90_pct"]
         console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {n:,} witnessed mutants "
-                      f"(90% band {_pct(lo)}–{_pct(hi)} over problems); misses {report['missed']:,}. "
-                      f"Denominator: mutants detected by any of {', '.join(report['denominator'])}.")
+                      f"(90% band {_pct(lo)}–{_pct(hi)} over problems); misses {report['missed']:,}"
+                      + (f" [yellow]({incomplete_words(report)})[/yellow]" if incomplete_words(report) else "")
+                      + f". Denominator: mutants detected by any of {', '.join(report['denominator'])}.")
     if "vs" in report:
         vs = report["vs"]
         console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])}): {vs['gain_points']:+.1f} points = "
@@ -96,7 +106,5 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
     if checks or cells:
         problems = sorted(set(checks) | set(cells))
         console.print(f"[yellow]Not yet evaluated:[/yellow] {sum(map(len, checks.values()))} inputs and "
-                      f"{sum(cells.values())} cells on {len(problems)} problems. Fill them on a GPU with:\n"
-                      f"  kbm run --inputs {report['protocol']}"
-                      + (f" --sample {sample['share']:g}" if sample else "") + f" {' '.join(problems[:8])}"
-                      + (" ..." if len(problems) > 8 else ""))
+                      f"{sum(cells.values())} cells on {len(problems)} problems."
+                      + (f" Fill them on a GPU with:\n  {report['fill_command']}" if report.get("fill_command") else ""))

@@ -10,14 +10,16 @@ from statistics import median
 from typing import Any
 
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.tables import html as table_html
 from kbm_toolkit.report.tables import table1, table2
-from kbm_toolkit.mutation.rules import FAMILIES
-from kbm_toolkit.analysis.score import audit_store, load_matrices, run_protocol, witnessed
+from kbm_toolkit.vocabulary import FAMILIES
+from kbm_toolkit.analysis.matrix import load_matrices
+from kbm_toolkit.analysis.score import audit_store, run_protocol, witnessed
 from kbm_toolkit.analysis.suite import budget_curve
 
-STAGES = ("compile_error", "duplicate", "equivalent", "crash_probe", "distinct")
+STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
 
 
 def _pyplot() -> Any:
@@ -41,9 +43,7 @@ def _save(fig: Any, out: Path, name: str) -> list[str]:
 
 def pipeline_table(store: Any) -> list[tuple[str, Counter]]:
     """Table 1: mutants by family and screening status (and the quarantine)."""
-    rows: dict[str, Counter] = {}
-    for r in store.db.query("select family, status, count(*) as n from mutants group by family, status"):
-        rows.setdefault(r["family"], Counter())[r["status"]] += r["n"]
+    rows = store.family_status_counts()
     ordered = [(f, rows[f]) for f in FAMILIES if f in rows]
     total: Counter = Counter()
     for _, c in ordered:
@@ -56,7 +56,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     """Draw every figure into `out` and write `out/index.html`, scoring at most a `sample` share
     of each problem's mutants; return the page's path."""
     plt = _pyplot()
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(out)
     matrices = load_matrices(store, sample=sample)
     audits = {p.name: audit_store(store, p, protocols, matrices=matrices, sample=sample) for p in protocols}  # as `kbm audit` does
     figures: list[tuple[str, list[str]]] = []

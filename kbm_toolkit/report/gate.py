@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from kbm_toolkit.report import terminal
-from kbm_toolkit.paths import embedded_store_path
+from kbm_toolkit.store import Store, shipped_store_path
 
 _STYLE = {"passed": "green", "failed": "red", "error": "red", "compile_error": "red", "unrefereeable": "yellow"}
 
@@ -48,16 +48,19 @@ def print_gate_results(results: list[Any], env: dict[str, Any]) -> None:
     terminal.console().print(f"{passed} of {len(results)} substrates passed the gate.")
 
 
-def print_stored_gates(store: Any, keys: list[str]) -> None:
-    """Stored verdicts for `keys`: the user's store first, else the embedded one."""
+def stored_gates(store: Any, keys: list[str]) -> tuple[str, list[dict[str, Any]]]:
+    """Where the stored verdicts for `keys` come from, and the verdicts: the user's store, else the shipped one."""
     rows = [r for r in store.substrates() if r["problem"] in keys and r["gate_run"] is not None]
-    source = f"your store ({store.path})"
-    if not rows and embedded_store_path().is_file():
-        from kbm_toolkit.store.store import Store
+    if rows or not shipped_store_path().is_file():
+        return f"your store ({store.path})", rows
+    shipped = Store(shipped_store_path(), readonly=True)
+    return ("the store shipped with kbm",
+            [r for r in shipped.substrates() if r["problem"] in keys and r["gate_run"] is not None])
 
-        embedded = Store(embedded_store_path(), readonly=True)
-        rows = [r for r in embedded.substrates() if r["problem"] in keys and r["gate_run"] is not None]
-        source = "the embedded store shipped with kbm"
+
+def print_stored_gates(store: Any, keys: list[str]) -> None:
+    """Stored verdicts for `keys`: the user's store first, else the shipped one."""
+    source, rows = stored_gates(store, keys)
     if not rows:
         terminal.console().print("No stored gate verdicts either; run `kbm gate` on a machine with a GPU.")
         return

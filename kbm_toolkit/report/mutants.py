@@ -9,7 +9,7 @@ from rich.table import Table
 
 from kbm_toolkit.report import terminal
 from kbm_toolkit.mutation.campaign import STAGES, MutationSummary
-from kbm_toolkit.mutation.rules import FAMILIES
+from kbm_toolkit.vocabulary import FAMILIES
 
 
 def progress_bar() -> Progress:

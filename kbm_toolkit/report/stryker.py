@@ -3,17 +3,22 @@ version 2), so the existing mutation-testing HTML viewer shows kbm's results per
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from kbm_toolkit.mutation.mutants import substrate_hash
+from kbm_toolkit import __version__
+from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
+from kbm_toolkit.analysis.score import run_protocol, witnessed
+from kbm_toolkit.outputs import output_file
 from kbm_toolkit.problems.problem import problem_from_row
+from kbm_toolkit.problems.substrate import FILES, Substrate, has_substrate, substrate_for
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.mutation.rules import TARGETS
-from kbm_toolkit.analysis.score import Matrix, _killed, load_matrices, run_protocol, valid_at, witnessed
-from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
+from kbm_toolkit.vocabulary import MutantStatus
 
-SCREENING_STATUS = {"compile_error": "CompileError", "crash_probe": "RuntimeError",
-                    "equivalent": "Ignored", "duplicate": "Ignored"}
+SCREENING_STATUS = {MutantStatus.COMPILE_ERROR: "CompileError", MutantStatus.QUARANTINED: "RuntimeError",
+                    MutantStatus.EQUIVALENT: "Ignored", MutantStatus.DUPLICATE: "Ignored"}
 
 
 def _end(text: str, line: int, col: int) -> dict[str, int]:
@@ -34,21 +39,21 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) 
     mx_list = list(matrices.values())
     wit = witnessed([run_protocol(p, mx_list) for p in denominator])
     mine = run_protocol(protocol, mx_list)
-    rules = {r["name"]: r for r in store.db["rules"].rows}
+    rules = store.rules()
     files: dict[str, Any] = {}
-    problems = {r["key"]: r for r in store.db["problems"].rows}
-    for key in sorted({r[0] for r in store.db.execute("select distinct problem from mutants")}):
+    problems = store.problem_rows()
+    for key in store.problems_with_mutants():
         problem = problem_from_row(key, problems.get(key, {}))
         if not has_substrate(problem):
             continue
         substrate: Substrate = substrate_for(problem)
-        current = substrate_hash(substrate)
-        texts = {"kernel": substrate.source, "launcher": substrate.launcher_path.read_text()}
+        current = substrate.content_hash
+        texts = {"kernel": substrate.source, "launcher": substrate.launcher_source}
         mx = matrices.get(key)
-        for row in store.db["mutants"].rows_where("problem = ? and substrate_hash = ?", [key, current],
-                                                  order_by="start"):
+        for row in sorted((r for r in store.mutants(key) if r["substrate_hash"] == current),
+                          key=lambda r: r["start"]):
             target = row["target"]
-            entry = files.setdefault(f"{key}/{TARGETS[target]}", {
+            entry = files.setdefault(f"{key}/{FILES[target]}", {
                 "language": "cpp" if target == "kernel" else "python", "source": texts[target], "mutants": []})
             status, reason, killers = _status(row, mx, protocol, wit.get(key, set()), mine.detected.get(key, set()))
             mutant = {"id": row["id"], "mutatorName": row["rule"], "replacement": row["replacement"],
@@ -62,7 +67,7 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) 
                 mutant["killedBy"] = killers
             entry["mutants"].append(mutant)
     return {"schemaVersion": "2", "thresholds": {"high": 80, "low": 60}, "files": files,
-            "framework": {"name": "kbm", "version": __import__("kbm_toolkit").__version__},
+            "framework": {"name": "kbm", "version": __version__},
             "config": {"protocol": protocol.name, "tolerance": protocol.tolerance}}
 
 
@@ -70,15 +75,37 @@ def _status(row: dict[str, Any], mx: Matrix | None, protocol: Protocol, witnesse
             detected: set[str]) -> tuple[str, str, list[str]]:
     if row["status"] in SCREENING_STATUS:
         reason = {"duplicate": f"duplicate of {row['duplicate_of']}", "equivalent": "same cubin as the original",
-                  "crash_probe": "crashed or hung on the probe input", "compile_error": row["message"] or ""}
+                  "quarantined": "crashed or hung on the probe input", "compile_error": row["message"] or ""}
         return SCREENING_STATUS[row["status"]], reason[row["status"]], []
     if mx is None or not any(m == row["id"] for m, _ in mx.cells):
         return "Pending", "not evaluated yet (kbm run)", []
     if row["id"] in detected:
         killers = [s.label for s in protocol.specs(mx.problem)
-                   if (row["id"], s.id) in mx.cells and _killed(mx.cells[(row["id"], s.id)], protocol.tolerance)
+                   if (row["id"], s.id) in mx.cells and killed(mx.cells[(row["id"], s.id)], protocol.tolerance)
                    and valid_at(mx.checks.get(s.id), protocol.tolerance)]
         return "Killed", "", killers
     if row["id"] in witnessed_here:
         return "Survived", f"witnessed by another protocol, missed by {protocol.name}", []
     return "Ignored", "unwitnessed: no valid input kills it", []
+
+
+@dataclass
+class Export:
+    """What `export` wrote: the report's text, how many mutants in how many files, and how many it left out."""
+
+    text: str
+    mutants: int
+    files: int
+    left_out: int
+    """Mutants of a substrate that has changed since, or that kbm does not ship: their diffs would not apply."""
+
+
+def export(store: Any, protocol: Protocol, denominator: list[Protocol], out: Path | None = None) -> Export:
+    """`kbm export`: the Stryker report as JSON, written to `out` when given."""
+    report = stryker_report(store, protocol, denominator)
+    text = json.dumps(report, indent=1)
+    exported = sum(len(f["mutants"]) for f in report["files"].values())
+    if out is not None:
+        with output_file(out) as path:
+            path.write_text(text)
+    return Export(text, exported, len(report["files"]), store.mutant_count() - exported)

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbm_toolkit.analysis.matrix import load_matrices
+from kbm_toolkit.analysis.score import audit_store
+from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import sample_words
-from kbm_toolkit.mutation.rules import FAMILIES
+from kbm_toolkit.vocabulary import FAMILIES
 
 
 def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Table 1 (header, rows): from generated mutants to the witnessed denominator and the
     official check's misses."""
     counts = store.status_counts()
-    problems = store.db.execute("select count(distinct problem) from mutants").fetchone()[0]
-    rules = store.db.execute("select count(distinct rule) from mutants").fetchone()[0]
+    pool = store.pool_counts()
+    problems, rules = pool["problems"], pool["rules"]
     rows: list[tuple[str, str]] = [
         ("Problems (substrates with mutants)", f"{problems:,}"), ("Mutation rules that fire", f"{rules:,}"),
         ("Mutants generated", f"{sum(counts.values()):,}"),
         ("− non-compiling", f"{counts['compile_error']:,}"), ("− duplicate compiled image", f"{counts['duplicate']:,}"),
         ("− equivalent to the original", f"{counts['equivalent']:,}"),
-        ("− crashed or hung on the probe input", f"{counts['crash_probe']:,}"),
+        ("− crashed or hung on the probe input", f"{counts['quarantined']:,}"),
         ("Distinct mutants", f"{counts['distinct']:,}")]
     sample = official.get("sample")
     if sample:
@@ -69,3 +72,14 @@ def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
     cells = ["<tr>" + "".join(f"<th>{escape.escape(h)}</th>" for h in header) + "</tr>"]
     cells += ["<tr>" + "".join(f"<td>{escape.escape(v)}</td>" for v in r) + "</tr>" for r in rows]
     return "<table>" + "".join(cells) + "</table>"
+
+
+def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protocol],
+                    sample: float | None = None) -> str:
+    """`kbm report --tables`: Table 1 (for the first of `chosen`, the official one) and Table 2, in Markdown."""
+    # one load for every audit: cells passing under every tolerance used cannot matter
+    matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator), sample=sample)
+    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample) for p in chosen}
+    return (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[chosen[0].name]))}\n\n"
+            f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
+            f"{markdown(table2(audits))}")

@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from kbm_toolkit.analysis.overview import Overview, mutant_detail, overview
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import sample_words
-from kbm_toolkit.store.store import Store
+from kbm_toolkit.store import Store
 
 
 def _pct(x: float | None) -> Text:

@@ -1,0 +1,85 @@
+"""The kill matrix as scoring reads it: per problem, its scored mutants, input checks and cells."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbm_toolkit.problems.problem import Problem, problem_from_row
+from kbm_toolkit.vocabulary import STOPPING_OUTCOMES
+
+
+@dataclass
+class Matrix:
+    """One problem's slice of the store: its distinct mutants, input checks and cells."""
+
+    problem: Problem
+    mutants: dict[str, dict[str, Any]]
+    checks: dict[str, dict[str, Any]]
+    cells: dict[tuple[str, str], tuple[str, float | None]]
+    """(mutant, input) -> (outcome, margin); all of them, or only those that can kill (see load_matrices)."""
+    evaluated: dict[str, int] = field(default_factory=dict)
+    """Input -> how many of the mutants have a cell on it (passing or not)."""
+    present: dict[str, set[str]] = field(default_factory=dict)
+    """Input -> the mutants with a cell on it, for inputs some mutant lacks (with quiet cells unloaded,
+    `cells` alone cannot tell a gap from a quiet cell)."""
+    _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
+    _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
+    _stopped: set[str] | None = field(default=None, repr=False)
+
+    @property
+    def stopped(self) -> set[str]:
+        """Mutants with a crash or a timeout: runs stop them there, so their other cells may be absent."""
+        if self._stopped is None:
+            self._stopped = {m for (m, _), (outcome, _) in self.cells.items() if outcome in STOPPING_OUTCOMES}
+        return self._stopped
+
+    def missing(self, input_id: str, excused: set[str]) -> int:
+        """Mutants with no cell on the input, leaving out those in `excused` (e.g. already detected,
+        so no cell can change their verdict)."""
+        if self.evaluated.get(input_id, 0) >= len(self.mutants):
+            return 0
+        have = self.present.get(input_id, set())
+        return sum(1 for m in self.mutants if m not in have and m not in excused)
+
+    def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
+        """The cells of one input, by mutant."""
+        if self._columns is None:
+            columns: dict[str, dict[str, tuple[str, float | None]]] = defaultdict(dict)
+            for (m, i), cell in self.cells.items():
+                columns[i][m] = cell
+            self._columns = dict(columns)
+        return self._columns.get(input_id, {})
+
+    def killed(self, input_id: str, t: float) -> set[str]:
+        """Mutants the input kills at tolerance t; once per input and tolerance, as the protocols
+        share most inputs."""
+        if (input_id, t) not in self._killed:
+            self._killed[(input_id, t)] = {m for m, cell in self.column(input_id).items() if killed(cell, t)}
+        return self._killed[(input_id, t)]
+
+
+def load_matrices(store: Any, floor: float | None = None, full_rows: bool = False,
+                  sample: float | None = None) -> list[Matrix]:
+    """Every refereeable problem that has distinct mutants, with what the store knows about it.
+
+    A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants; with
+    `full_rows`, only those evaluated without `--first-kill` (what set cover needs); with
+    `sample`, at most that share (samples nest, so a wider store reproduces a narrower one). With
+    `floor`, cells that pass with a margin at or under it are left out: they kill at no tolerance
+    >= floor (`Store.matrix_rows`).
+    """
+    return [Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"], r["evaluated"],
+                   r["present"]) for key, r in store.matrix_rows(floor, full_rows, sample).items()]
+
+
+def valid_at(check: dict[str, Any] | None, t: float) -> bool:
+    """Whether an input check says the input is valid at tolerance `t` (the correct kernel passes)."""
+    return bool(check and check["valid"] and check["margin"] is not None and check["margin"] <= t)
+
+
+def killed(cell: tuple[str, float | None], t: float) -> bool:
+    """Whether a cell (outcome, margin) kills its mutant at tolerance t."""
+    outcome, margin = cell
+    return outcome != "pass" or margin is None or margin > t

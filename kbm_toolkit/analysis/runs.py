@@ -1,0 +1,62 @@
+"""Runs as a maintainer reads them: what each wrote, how fast, and where its workers' time went."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+TIME_SPLIT = {
+    "launches": "mutants' launches (launcher and kernel, synchronised)",
+    "crashed": "launches that crashed or hung, until the crash or the deadline",
+    "loading": "loading mutants' images into the worker",
+    "comparing": "comparing outputs and checking inputs for overwrites",
+    "building": "building models and inputs",
+    "references": "running references",
+    "correct": "running the correct kernel",
+    "spares": "waiting for a spare worker to finish starting",
+    "planning": "waiting for the next problem to finish compiling",
+    "tail": "no problem left while other workers finish",
+}
+"""The parts of a run's worker time it measures; the rest (pipes, task set-up) is `other`."""
+
+OTHER = "the rest: pipes between worker and parent, task set-up"
+"""What the part a run does not measure (`other`) holds."""
+
+
+def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:
+    """A run's stored split as (seconds, part), largest first, without the `wall` total."""
+    return sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
+
+
+def run_rows(store: Any) -> list[dict[str, Any]]:
+    """Every run with its kind, GPU, dates, what it wrote, its wall time and its cells per second."""
+    rows = []
+    for r in store.runs():
+        wall = wall_seconds(r)
+        rows.append({"run": r["id"], "kind": r["kind"], "gpu": r["gpu"], "started": r["started"],
+                     "ended": r["finished"] or r["stopped"], "stopped": bool(r["stopped"] and not r["finished"]),
+                     "cells": r["cells"], "checks": r["checks"], "wall_s": wall,
+                     "cells_per_s": round(r["cells"] / wall, 1) if wall and r["cells"] else None})
+    return rows
+
+
+def wall_seconds(run: dict[str, Any]) -> float | None:
+    """A run's wall time from its stored start and end; None when it recorded no end (killed outright)."""
+    end = run["finished"] or run["stopped"]
+    if not end or not run["started"]:
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(run["started"])).total_seconds()
+
+
+def time_split(store: Any, run_id: int) -> dict[str, Any]:
+    """Where one evaluation's worker time went, as the run measured it (`runs.stats`), with its spares."""
+    run = store.run(run_id)
+    stats = json.loads(run["stats"]) if run.get("stats") else {}
+    seconds = stats.get("seconds") or {}
+    parts = [{"part": k, "seconds": v, "share": v / seconds["wall"] if seconds.get("wall") else None,
+              "what": TIME_SPLIT.get(k, OTHER if k == "other" else "")} for v, k in largest_parts(seconds)]
+    return {"run": run_id, "kind": run["kind"], "wall_s": wall_seconds(run),
+            "workers": json.loads(run["environment"] or "{}").get("workers"),
+            "worker_s": seconds.get("wall"), "parts": parts, "restarts": stats.get("restarts"),
+            "spares": stats.get("spares")}

@@ -1,0 +1,156 @@
+"""Commands that score and improve a protocol: audit, suite, targets."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kbm_toolkit.cli.command import command
+from kbm_toolkit.cli.context import Context
+from kbm_toolkit.cli.exit_codes import ExitCode
+from kbm_toolkit.cli.params import PERCENT, SHARE, TOLERANCE, json_option, out_option, protocol_option
+
+
+@command()
+@protocol_option("--adapter", "-a", "adapter", required=True, help="The protocol to audit")
+@protocol_option("--vs", "vs", help="Another protocol: split the difference into inputs and tolerance")
+@click.option("--tolerance", type=TOLERANCE, help="Re-score at this atol = rtol (in (0, 1]) instead of the protocol's.")
+@protocol_option("--denominator", "denominator", multiple=True,
+                 help="Protocols whose detections define the witnessed mutants (default: every installed one)")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--fail-under", type=PERCENT, help="Exit 7 when detection is below this percentage (0 to 100).")
+@click.option("--no-run", is_flag=True, help="Never evaluate missing cells, even with a GPU present.")
+@click.option("--sample", type=SHARE,
+              help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
+                   "wider store reproduces a narrower one's figures).")
+@click.pass_obj
+def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, denominator: tuple[str, ...],
+          as_json: bool, fail_under: float | None, no_run: bool, sample: float | None) -> None:
+    """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
+
+    Reports detection of witnessed mutants with a 90% bootstrap band over problems, misses by
+    family, the worst problems and rules, and false rejections of the correct kernel. Reads your
+    store, or the store shipped with kbm when yours has no cells yet. With a GPU and your own
+    store, the cells the protocol lacks are evaluated first (--no-run: never).
+
+    Example: kbm audit --adapter kbv --vs kernelbench
+    """
+    from kbm_toolkit.analysis.score import to_json
+    from kbm_toolkit.evaluation.fill import audit_filling
+    from kbm_toolkit.report.audit import print_audit, provenance
+
+    store = obj.read_store()
+    protocol = obj.protocol(adapter, store)
+    other = obj.protocol(vs, store) if vs else None
+    report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
+                           sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True))
+    report["provenance"] = provenance(store)
+    report["fill_command"] = _fill_command(obj, report, adapter)
+    if as_json:
+        click.echo(to_json(report))
+    else:
+        print_audit(report, report["provenance"])
+    detection = report["detection_pct"]
+    if fail_under is not None and (detection or 0.0) < fail_under:
+        click.echo(f"--fail-under {fail_under:g}: {protocol.name} detects "
+                   + (f"{detection:.1f}%" if detection is not None else "no witnessed mutant")
+                   + f" of {report['witnessed']:,} witnessed mutants, below {fail_under:g}%", err=True)
+        sys.exit(ExitCode.BELOW_THRESHOLD)
+
+
+def _fill_command(obj: Context, report: dict, adapter: str) -> str | None:
+    """The `kbm run` that fills the cells the audit lacks, as it must be typed to run: the protocol as
+    it was given (its path, when it is not installed) and the store."""
+    missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
+    if not missing:
+        return None
+    sample = report.get("sample")
+    store = f"--store {obj.store_path} " if obj.store_path else ""
+    return (f"kbm {store}run --inputs {adapter}" + (f" --sample {sample['share']:g}" if sample else "")
+            + f" {' '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""))
+
+
+@command()
+@click.option("--budget", type=click.IntRange(1), default=2, show_default=True, help="Inputs per problem in the suite.")
+@click.option("--tolerance", type=TOLERANCE, default=1e-2, show_default=True,
+              help="atol = rtol the suite is judged at.")
+@protocol_option("--baseline", default="kernelbench", show_default=True, help="Protocol to compare against")
+@out_option("Write the suite as an adapter folder here (made if missing).", old="--emit")
+@click.option("--splits", type=click.IntRange(0), default=20, show_default=True,
+              help="Also measure held-out detection on this many other splits (their mean and range).")
+@json_option
+@click.pass_obj
+def suite(obj: Context, budget: int, tolerance: float, baseline: str, out: str | None, splits: int,
+          as_json: bool) -> None:
+    """Choose per problem the inputs that detect the most witnessed mutants (greedy set cover).
+
+    Prints the budget curve for B = 1..max(5, budget), on the full pool and held out (selected on
+    half of each problem's mutants, scored on the other half), against a baseline protocol.
+    Only valid inputs run on every mutant are ever chosen.
+
+    Example: kbm suite --budget 2 --out ./my_suite
+    """
+    from pathlib import Path
+
+    from kbm_toolkit.analysis.suite import suite_curve, write_suite
+    from kbm_toolkit.report.suites import print_curve
+
+    store = obj.read_store()
+    curve = suite_curve(store, budget, tolerance, obj.protocol(baseline, store), splits)
+    written = write_suite(curve, store, Path(out), budget, tolerance) if out else None
+    if as_json:
+        click.echo(json.dumps({"tolerance": tolerance, "baseline": baseline, **curve.summary(),
+                               "written": str(written) if written else None}, indent=1))
+        return
+    print_curve(curve, tolerance, baseline, splits)
+    if written:
+        click.echo(f"wrote {written}: audit it with kbm audit --adapter {written.parent}")
+
+
+@command()
+@click.argument("problems", nargs=-1)
+@click.option("--level", help="Every problem of this level that has a substrate.")
+@click.option("--tolerance", type=TOLERANCE, default=1e-2, show_default=True,
+              help="atol = rtol at which the validity ceiling is located.")
+@click.option("--seeds", type=click.IntRange(1), default=1, show_default=True, help="Draws per targeted input.")
+@out_option("Write the targeted inputs here, as an adapter folder (protocol.toml; made if missing).", required=True,
+            old="--emit")
+@click.pass_obj
+def targets(obj: Context, problems: tuple[str, ...], level: str | None, tolerance: float, seeds: int,
+            out: str) -> None:
+    """Generate structure-targeted inputs per problem from the fault taxonomy, under its ceiling.
+
+    With a GPU, first measures each problem's validity ceiling (the largest scale at which the
+    correct substrate still passes, sign-mixed and same-sign), then checks every generated input
+    and leaves out those the correct substrate fails: the emitted protocol rejects no correct
+    kernel it was measured on. Evaluate the result with `kbm run --inputs DIR`, score it with
+    `kbm audit --adapter DIR`.
+
+    Example: kbm targets --level demo --out ./targets
+    """
+    from pathlib import Path
+
+    from kbm_toolkit.evaluation.device import describe_device
+    from kbm_toolkit.evaluation.target_checks import make_targets
+
+    selected = obj.substrate_problems(problems, level)
+    env = describe_device()
+    store = obj.sometimes_writing_store(bool(env.get("cuda")))  # without a GPU it only reads the stored checks
+    run = make_targets(store, selected, Path(out), env, tolerance, seeds, on_step=lambda line: click.echo(line, err=True))
+    for key, limits in run.ceilings.items():
+        words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())
+        click.echo(f"{key}: {run.generated[key]} targeted inputs; ceiling {words}")
+    for key, label, why in run.left_out:
+        click.echo(f"{key}: left out {label!r}: the correct substrate fails it ({why})")
+    if run.not_checked:
+        click.echo(f"{run.not_checked} inputs are not checked yet (no GPU): kbm run checks each before it can kill, "
+                   "but the protocol may reject correct kernels on some; run kbm targets on a GPU to leave "
+                   "those out.", err=True)
+    folder = run.protocol.parent
+    click.echo(f"wrote {run.protocol} ({sum(map(len, run.inputs.values()))} inputs, {len(run.left_out)} left out "
+               f"as invalid): kbm run --inputs {folder}, then kbm audit --adapter {folder}")
+
+
+COMMANDS = [audit, suite, targets]

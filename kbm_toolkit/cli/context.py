@@ -1,0 +1,79 @@
+"""What every command shares: the global options, and the library calls that turn them into objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import click
+
+from kbm_toolkit.paths import default_store_path
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+from kbm_toolkit.store import Store, store_to_read
+from kbm_toolkit.store.shipped import shipped_name
+
+
+class Context:
+    """The global options (`--store`, `--kernelbench`), given before or after the command."""
+
+    def __init__(self, store: str | None, kernelbench: str | None) -> None:
+        self.store_path = Path(store) if store else None
+        """The store named on the command line; None means the default (KBM_STORE, else the XDG path)."""
+        self.kernelbench = kernelbench
+        self._problems: ProblemSet | None = None
+
+    def use_store(self, store: str) -> None:
+        """`--store` given after the command."""
+        self.store_path = Path(store)
+
+    def use_kernelbench(self, kernelbench: str) -> None:
+        """`--kernelbench` given after the command."""
+        self.kernelbench, self._problems = kernelbench, None
+
+    def problems(self) -> ProblemSet:
+        """The problems here: the built-in set, and the KernelBench checkout if one is given."""
+        if self._problems is None:
+            self._problems = ProblemSet.discover(self.kernelbench)
+        return self._problems
+
+    def substrate_problems(self, refs: Iterable[str], level: str | None) -> list[Problem]:
+        """The problems named, or every one (of `level`) with a substrate; one line when none is."""
+        return self.problems().with_substrates(refs, level)
+
+    def resolved_store_path(self) -> Path:
+        """The store's path: the one given, else the default."""
+        return self.store_path or default_store_path()
+
+    def store(self) -> Store:
+        """Your store, for a command that writes (made if missing); a shipped `@NAME` is refused."""
+        if shipped_name(self.store_path):
+            raise click.UsageError(f"--store {self.store_path} is a store shipped with kbm, read-only; this command "
+                                   "writes: give a store of your own (copy one in with `kbm merge`)")
+        return Store(self.resolved_store_path())
+
+    def read_store(self, holding: str = "cells") -> Store:
+        """The store a reading command reads: the one given (never made), else yours, else the shipped
+        pool while yours has no rows in `holding`."""
+        return store_to_read(self.store_path, default_store_path(), holding)
+
+    def sometimes_writing_store(self, writes: bool) -> Store:
+        """The store of a command that writes only sometimes (`kbm targets` stores checks on a GPU):
+        yours when it writes or when you name it by path, else the one a reading command reads."""
+        if writes or (self.store_path is not None and not shipped_name(self.store_path)):
+            return self.store()
+        return self.read_store()
+
+    def protocol(self, ref: str, store: Store | None = None) -> Protocol:
+        """A protocol by name or path; one given by path must name only problems here or in `store`."""
+        known = set(self.problems().problems())
+        if store is not None:
+            known |= set(store.problem_rows())
+        return load_protocol(ref, known)
+
+    def protocols(self, refs: Iterable[str], store: Store | None = None) -> list[Protocol]:
+        """The protocols named, or every installed one when none is."""
+        refs = list(refs)
+        return [self.protocol(r, store) for r in refs] if refs else all_protocols()

@@ -1,0 +1,124 @@
+"""Commands that show or hand over what the store holds: report, export, tui, adapters."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kbm_toolkit.cli.command import command
+from kbm_toolkit.cli.context import Context
+from kbm_toolkit.cli.exit_codes import ExitCode
+from kbm_toolkit.cli.params import SHARE, json_option, out_option, protocol_option
+
+
+@command()
+@out_option("Folder for the figures and index.html (made if missing).")
+@click.option("--tables", is_flag=True,
+              help="Print Table 1 (the pipeline) and Table 2 (families) as Markdown instead; the first protocol is "
+                   "the official one.")
+@protocol_option("--adapter", "-a", "adapters", multiple=True,
+                 help="Protocols to compare (default: every installed one; with --tables, kernelbench, kbv and fuzz)")
+@click.option("--sample", type=SHARE,
+              help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
+                   "wider store reproduces a narrower one's figures).")
+@click.pass_obj
+def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None) -> None:
+    """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
+
+    Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
+    curve; the blind band (output magnitude against each tolerance).
+
+    Example: kbm report --out report/    or    kbm report --tables -a kernelbench -a kbv
+    """
+    from kbm_toolkit.report.audit import provenance
+
+    store = obj.read_store()
+    if tables:
+        from kbm_toolkit.report.tables import tables_markdown
+
+        chosen = obj.protocols(adapters or ("kernelbench", "kbv", "fuzz"), store)
+        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, obj.protocols((), store), sample)}")
+        return
+    if out is None:
+        raise click.UsageError("give --out DIR for the figures, or --tables for the Markdown tables")
+    from kbm_toolkit.report.figures import write_report
+
+    page = write_report(store, obj.protocols(adapters, store), Path(out), sample=sample)
+    click.echo(f"{provenance(store)}\nwrote {page}")
+
+
+@command()
+@click.option("--format", "fmt", type=click.Choice(["stryker"]), default="stryker", show_default=True,
+              help="stryker: the mutation-testing-elements JSON report (schema version 2).")
+@protocol_option("--adapter", "-a", "adapter", default="kernelbench", show_default=True,
+                 help="The protocol whose verdicts the report shows")
+@out_option("Write here instead of standard output (its folder is made if missing).", folder=False)
+@click.pass_obj
+def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
+    """Export the store in a standard format, e.g. for the mutation-testing HTML viewer.
+
+    Killed: the protocol detects the mutant; Survived: witnessed but missed; CompileError;
+    RuntimeError: quarantined on the probe; Ignored: equivalent, duplicate or unwitnessed.
+
+    Example: kbm export --format stryker --adapter kbv --out report.json
+    """
+    from kbm_toolkit.report.stryker import export as write_export
+
+    store = obj.read_store()
+    done = write_export(store, obj.protocol(adapter, store), obj.protocols((), store), Path(out) if out else None)
+    if out:
+        click.echo(f"wrote {out}: {done.mutants} mutants in {done.files} files")
+    else:
+        click.echo(done.text)
+    if done.left_out:  # their diffs apply to a substrate as it was, not to the one shipped now
+        click.echo(f"left out {done.left_out} mutants made from a substrate that has changed since, or that is not "
+                   "shipped with kbm (`kbm mutate` remakes them)", err=True)
+
+
+@command()
+@click.argument("store_path", required=False, type=click.Path(dir_okay=False))
+@protocol_option("--adapter", "-a", "adapters", multiple=True, help="Protocols to show (default: every installed one)")
+@click.pass_obj
+def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None:
+    """Browse a store in the terminal: overview, miss patterns, problems, mutant details.
+
+    Keys: o overview, p patterns, r problems, enter to open, escape to go back, / to filter,
+    t to change protocol, q to quit. Needs a terminal: with its output piped it exits at once.
+
+    Example: kbm tui ~/.local/share/kbm/kbm.db
+    """
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        click.echo("Error: kbm tui needs a terminal (its input or output is not one); "
+                   "kbm audit and kbm report print the same figures", err=True)
+        sys.exit(ExitCode.USAGE)
+    from kbm_toolkit.tui.app import KbmApp
+
+    if store_path:
+        obj.use_store(store_path)
+    store = obj.read_store()
+    KbmApp(store.path, obj.protocols(adapters, store)).run()
+
+
+@command("adapters")
+@json_option
+@click.pass_obj
+def adapters_cmd(obj: Context, as_json: bool) -> None:
+    """List the installed protocols: adapter, name, tolerance, description.
+
+    Example: kbm adapters
+    """
+    from kbm_toolkit.protocols.registry import installed
+
+    rows = installed()
+    if as_json:
+        click.echo(json.dumps([{"adapter": a, "name": p.name, "tolerance": p.tolerance, "description": p.description,
+                                "path": p.path} for a, p in rows], indent=1))
+        return
+    for name, p in rows:
+        click.echo(f"{name:<14} {p.name:<18} {p.tolerance:<8g} {p.description}")
+
+
+COMMANDS = [report, export, tui, adapters_cmd]

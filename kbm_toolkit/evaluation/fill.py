@@ -1,0 +1,107 @@
+"""Filling the kill matrix on request: `kbm run`, and the cells an audit finds missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kbm_toolkit.analysis.score import audit_store, survivors
+from kbm_toolkit.errors import KbmError, NoDevice, OptionError
+from kbm_toolkit.evaluation import device
+from kbm_toolkit.evaluation.input_sources import resolve
+from kbm_toolkit.evaluation.run import RunSummary, run_evaluation
+from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+
+
+@dataclass
+class RunRequest:
+    """What `kbm run` was asked to evaluate, as the command line says it."""
+
+    source: str
+    """Input specs: a protocol, `official`, `gate` or a spec file; several separated by commas."""
+    refs: tuple[str, ...] = ()
+    level: str | None = None
+    sample: float | None = None
+    gpus: int = 1
+    workers: int = 1
+    arch: str | None = None
+    probe: bool = True
+    rerun_crashers: bool = False
+    survivors_of: str | None = None
+    witnessed: bool = False
+    first_kill: bool = False
+
+
+def first_kill_protocols(source: str) -> list[Protocol]:
+    """The protocols named by `--inputs`, whose tolerances say what a detection is (`--first-kill`)."""
+    protocols = []
+    for part in (p.strip() for p in source.split(",") if p.strip()):
+        try:
+            protocols.append(load_protocol(part))
+        except KbmError:
+            raise OptionError(f"--first-kill needs protocols as --inputs (their tolerances say what detects a "
+                           f"mutant); {part!r} is not one") from None
+    return protocols
+
+
+def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
+                on_progress: Callable[[int, int], None] | None = None,
+                on_problem: Callable[[str, str], None] | None = None) -> RunSummary:
+    """`kbm run`: evaluate the selected problems' mutants under `request.source` on the GPUs here.
+
+    With no problem named, every problem (of the level) with mutants in the store; NoDevice before
+    anything starts when no GPU is visible."""
+    specs_for = resolve(request.source)
+    protocols = first_kill_protocols(request.source) if request.first_kill else None
+    if request.witnessed and not request.survivors_of:
+        raise OptionError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")
+    selected = problem_set.select(request.refs, request.level)
+    if not request.refs:
+        with_mutants = set(store.problems_with_mutants())
+        selected = [p for p in selected if p.key in with_mutants]
+        if not selected:
+            raise problem_set.nothing_selected(request.level, f"here has mutants in {store.where}: "
+                                                              "`kbm mutate` makes them")
+    only = None
+    if request.survivors_of:
+        only = survivors(store, load_protocol(request.survivors_of),
+                         all_protocols() if request.witnessed else None)
+    env = device.describe_device()
+    if not env.get("cuda"):
+        raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
+                       "reports (kbm audit) work from the store without one")
+    return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, request.gpus,
+                          request.probe, on_progress=on_progress, on_problem=on_problem,
+                          workers_per_gpu=request.workers, sample=request.sample,
+                          rerun_crashers=request.rerun_crashers, only=only, first_kill=protocols)
+
+
+def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: list[str],
+                 on_start: Callable[[str], None] | None = None) -> bool:
+    """Evaluate the cells `protocol` lacks on the problems `keys`, each at its own evaluated share,
+    when a GPU is visible; False when there is none."""
+    env = device.describe_device()
+    if not env.get("cuda"):
+        return False
+    if on_start:
+        on_start(f"Evaluating the cells {protocol.name} needs on {len(keys)} problems ({env['gpu']})...")
+    share_of = store.fill_shares(keys)
+    for share in sorted(set(share_of.values()), key=lambda f: f or 1.0):
+        problems = [problem_set.get(k) for k in keys if share_of[k] == share]
+        run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env, sample=share)
+    return True
+
+
+def audit_filling(store: Any, problem_set: ProblemSet, protocol: Protocol, denominator: list[Protocol],
+                  tolerance: float | None = None, vs: Protocol | None = None, sample: float | None = None,
+                  fill: bool = True, on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`kbm audit`: the audit from the store; with `fill`, a writable store and a GPU here, the cells
+    it lacks are evaluated first and the audit made again."""
+    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample)
+    missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
+    if missing and fill and not store.readonly:
+        if fill_missing(store, problem_set, protocol, missing, on_start):
+            report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample)
+    return report

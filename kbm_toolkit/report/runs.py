@@ -1,0 +1,43 @@
+"""Runs on the terminal: the list, and one evaluation's worker time by part."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from kbm_toolkit.report import terminal
+
+
+def print_runs(rows: list[dict[str, Any]]) -> None:
+    """One line per run: kind, GPU, start, what it wrote, wall time and throughput."""
+    table = Table(title="Runs", title_justify="left")
+    for col in ("run", "kind", "GPU", "started", "cells", "checks", "wall", "cells/s"):
+        table.add_column(col, justify="right" if col in ("run", "cells", "checks", "wall", "cells/s") else "left")
+    for r in rows:
+        wall = "-" if r["wall_s"] is None else f"{r['wall_s']:,.0f} s" + (" (stopped)" if r["stopped"] else "")
+        table.add_row(str(r["run"]), r["kind"] or "-", r["gpu"] or "-", (r["started"] or "-")[:19].replace("T", " "),
+                      f"{r['cells']:,}", f"{r['checks']:,}", wall, "-" if r["cells_per_s"] is None else f"{r['cells_per_s']:g}")
+    terminal.console(width=100).print(table)
+
+
+def print_split(split: dict[str, Any]) -> None:
+    """Where one run's worker time went, largest part first."""
+    console = terminal.console(width=100)
+    if not split["parts"]:
+        console.print(f"Run {split['run']} ({split['kind']}) stored no split of its workers' time "
+                      "(runs made before the store kept one, schema m010, have none).")
+        return
+    wall = "?" if split["wall_s"] is None else f"{split['wall_s']:,.0f} s"
+    console.print(f"Run {split['run']} ({split['kind']}): {wall} of wall time, {split['workers'] or '?'} workers, "
+                  f"{split['worker_s']:,.0f} worker-seconds; {split['restarts'] or 0} restarts.")
+    table = Table(title="Where the workers' time went", title_justify="left")
+    for col in ("part", "seconds", "share", "what"):
+        table.add_column(col, justify="right" if col in ("seconds", "share") else "left")
+    for p in split["parts"]:
+        table.add_row(p["part"], f"{p['seconds']:,.1f}", "-" if p["share"] is None else f"{p['share']:.1%}", p["what"])
+    console.print(table)
+    spares = split.get("spares") or {}
+    if spares.get("starts"):
+        console.print(f"Workers started: {spares['starts']}, {spares.get('found_warm', 0)} of them warm when needed; "
+                      f"spawn to warm {spares.get('warm_s_median')} s median, {spares.get('warm_s_max')} s at most.")

@@ -1,0 +1,29 @@
+"""What every part of the store shares: the open database, and where it lives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+
+class Tables:
+    """The open SQLite database a store's parts query (`Store` is all of them together)."""
+
+    db: sqlite_utils.Database
+    path: Path | None
+    readonly: bool
+
+    def _has(self, table: str, pk: Any) -> bool:
+        """Whether `table` has a row with primary key `pk`."""
+        try:
+            self.db[table].get(pk)
+            return True
+        except sqlite_utils.db.NotFoundError:
+            return False
+
+    @property
+    def where(self) -> str:
+        """The store's path for messages (`:memory:` for an in-memory one)."""
+        return str(self.path) if self.path else ":memory:"

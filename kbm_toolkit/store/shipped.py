@@ -1,0 +1,108 @@
+"""The stores that ship with kbm, and which store a reading command reads.
+
+Two stores made by kbm's own pipeline on an H200 ship xz-packed in `kbm_toolkit/data/`: the
+KernelBench pool (`@kernelbench`, the default for reports) and the built-in problems' pool
+(`@demo`). Each is unpacked once into the cache and migrated to this kbm's schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import lzma
+import os
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from kbm_toolkit.errors import StoreError
+from kbm_toolkit import paths
+from kbm_toolkit.store.schema import MIGRATIONS
+from kbm_toolkit.store.store import Store
+
+SHIPPED_STORES = {"kernelbench": "the KernelBench pool, the default for reports",
+                  "demo": "the built-in problems' pool"}
+"""Stores made by kbm's own pipeline on an H200 that ship, xz-packed, in `kbm_toolkit/data/`."""
+
+DEFAULT_SHIPPED = "kernelbench"
+"""The shipped store reports read while your own has nothing to show."""
+
+
+def shipped_store_path(name: str = DEFAULT_SHIPPED) -> Path:
+    """A shipped store, unpacked once into the cache; a path that does not exist when it is absent.
+
+    The package holds `data/NAME.db.xz`; the unpacked copy is migrated to this kbm's schema and
+    named by the packed file's hash and that schema, so no kbm reads a copy made by another.
+    """
+    packed = paths.PACKAGE_DIR / "data" / f"{name}.db.xz"
+    if not packed.is_file():
+        return paths.PACKAGE_DIR / "data" / f"{name}.db"  # absent
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
+    for folder in (paths.cache_dir() / "shipped", Path(tempfile.gettempdir()) / "kbm-shipped"):
+        target = folder / f"{name}-{digest}-m{len(MIGRATIONS)}.db"  # one copy per packed file and schema
+        if target.is_file():
+            return target
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+            try:
+                with lzma.open(packed) as src, open(partial, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (EOFError, lzma.LZMAError) as e:
+                partial.unlink(missing_ok=True)
+                raise StoreError(f"the shipped store is damaged ({e}); reinstall kbm", packed) from None
+            _upgrade(partial)
+            os.replace(partial, target)  # atomic: a concurrent reader never sees half a file
+            return target
+        except OSError:
+            continue  # e.g. a read-only cache folder: try the next one
+    raise OSError(f"cannot unpack {packed}: no writable cache folder")
+
+
+def _upgrade(path: Path) -> None:
+    """Apply this kbm's pending migrations to an unpacked copy, once, so reads need no upgrade."""
+    Store(path).close()
+    with sqlite3.connect(path) as conn:  # back to one file: readers open it read-only
+        conn.execute("pragma journal_mode=delete")
+
+
+def open_shipped(name: str) -> Store:
+    """The shipped store `@name`, read-only; StoreError naming the shipped ones when there is none."""
+    if name not in SHIPPED_STORES or not shipped_store_path(name).is_file():
+        raise StoreError(f"no shipped store @{name}; kbm ships "
+                         + ", ".join(f"@{n} ({what})" for n, what in SHIPPED_STORES.items()))
+    return Store(shipped_store_path(name), readonly=True)
+
+
+def shipped_name(ref: str | Path | None) -> str | None:
+    """NAME when a store is given as `@NAME` (a shipped one), else None."""
+    text = str(ref) if ref is not None else ""
+    return text[1:] if text.startswith("@") else None
+
+
+def store_to_read(given: str | Path | None, default: Path, holding: str = "cells") -> Store:
+    """The store a reading command reads: `@NAME` is a shipped one; a path given must hold a store
+    (nothing is created); with nothing given, your store at `default`, unless it has no rows in
+    `holding` (`cells` for reports, `mutants` for listings) and the shipped pool is here to read.
+    """
+    name = shipped_name(given)
+    if name is not None:
+        return open_shipped(name)
+    if given is not None:
+        return Store(given, create=False)
+    shipped = shipped_store_path()
+    if shipped.is_file():
+        if not default.is_file():
+            return Store(shipped, readonly=True)
+        mine = Store(default)
+        if mine.db[holding].count == 0:
+            mine.close()
+            return Store(shipped, readonly=True)
+        return mine
+    return Store(default, create=False)
+
+
+def open_source(ref: str | Path) -> Store:
+    """A store to copy rows from (`kbm merge`), read-only: `@NAME` for a shipped one, else a path."""
+    name = shipped_name(ref)
+    return open_shipped(name) if name is not None else Store(ref, readonly=True)
