@@ -1,27 +1,14 @@
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.store import Store
 
-REPO = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-KERNELBENCH = Path(os.environ.get("KBM_KERNELBENCH", REPO / "third_party" / "KernelBench"))
+from support import KERNELBENCH
 
-
-def load_script(relative: str) -> ModuleType:
-    """A repository script (`scripts/...`, `bench/...`) imported as a module, for its functions."""
-    path = REPO / relative
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _has_gpu() -> bool:

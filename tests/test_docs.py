@@ -7,7 +7,7 @@ import pytest
 from kbm_toolkit.cli import cli
 from kbm_toolkit.cli.exit_codes import ExitCode
 
-from conftest import REPO, load_script
+from support import REPO, load_script
 
 
 def _generator():

@@ -22,7 +22,7 @@ from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.store import Store
 
-from conftest import REPO
+from support import REPO
 
 RULES = [r for r in load_rules() if r.name in ("mul2div", "plus2minus", "minus2plus", "negate-store")]
 FAKE = "fake_evaluator:evaluate_task"

@@ -10,35 +10,14 @@ from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
 from kbm_toolkit.report.stryker import stryker_report
-from kbm_toolkit.mutation.campaign import mutate_problems
 from kbm_toolkit.protocols.registry import load_protocol
 from kbm_toolkit.problems.problem_set import ProblemSet
-from kbm_toolkit.store import Store
 from kbm_toolkit.problems.substrate import substrate_for
 
-from test_mutate import SCREENING_RULES
+from support import build
 
 SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "mutation-testing-report-schema.json"
 KB = load_protocol("kernelbench")
-
-
-def build(path: Path, demo: ProblemSet) -> tuple[Store, dict[str, str]]:
-    """demo/1's screening mutants: slope-div killed by an official input, one distinct mutant left
-    unevaluated, plus the compile error, the equivalent and the duplicate."""
-    problem = demo.get("demo/1")
-    store = Store(path)
-    mutate_problems(store, [problem], "sm_90", workers=1, require_gate=False, rules=SCREENING_RULES)
-    rows = list(store.mutants(problem.key))
-    ids = {r["rule"]: r["id"] for r in rows}
-    specs = KB.specs(problem)
-    store.record_inputs(specs, "kernelbench")
-    run = store.start_run("evaluate", {"gpu": "test GPU"})
-    for s in specs:
-        store.record_input_check(rows[0]["substrate_hash"], run,
-                                 {"input": s.id, "valid": True, "outcome": "pass", "margin": 1e-6, "max_abs": 1e-6})
-    store.record_cells(run, [{"mutant": ids["slope-div"], "input": s.id, "outcome": "pass",
-                              "margin": 0.5 if i == 0 else 1e-7} for i, s in enumerate(specs)])
-    return store, ids
 
 
 def test_statuses_follow_the_documented_mapping(tmp_path: Path, demo: ProblemSet) -> None:

@@ -10,7 +10,7 @@ from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.problems.tensors import spec_inputs, spec_model
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 P = "good/1_Masked"
 

@@ -12,27 +12,16 @@ from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.mutation.mutants import generate
 from kbm_toolkit.mutation.screening import screen
 from kbm_toolkit.problems.problem_set import ProblemSet
-from kbm_toolkit.mutation.rules import _parse, load_rules
+from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.store import Store
 from kbm_toolkit.problems.substrate import Substrate, substrate_for
 
-
-def rule(name: str, pattern: str, replacement: str, **extra):
-    return _parse({"name": name, "family": extra.pop("family", "arithmetic"), "description": name,
-                   "pattern": pattern, "replacement": replacement, **extra}, Path("test.toml"), 0)
+from support import SCREENING_RULES, rule
 
 
 @pytest.fixture
 def leaky(demo: ProblemSet) -> Substrate:
     return substrate_for(demo.get("demo/1"))
-
-
-SCREENING_RULES = [
-    rule("breaks-compile", r"\bout\[i\]", "outt[i]"),                    # undefined name
-    rule("commutes", r"v > 0\.0f", "0.0f < v"),                           # same machine code
-    rule("slope-div", r"v \* negative_slope", "v / negative_slope"),      # a real change
-    rule("slope-div-again", r"(\?\s*v\s*:\s*)v \* (negative_slope)", r"\1v / \2"),  # the same change
-]
 
 
 def test_screening_classifies_every_mutant(leaky: Substrate) -> None:

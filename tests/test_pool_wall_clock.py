@@ -7,7 +7,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from conftest import REPO, load_script
+from support import REPO, load_script
 
 from kbm_toolkit.store import in_sample
 from kbm_toolkit.store import shipped_store_path

@@ -11,7 +11,7 @@ from kbm_toolkit.problems.problem_set import ProblemSet, kernelbench_root
 from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.problems.tensors import build_model, draw_inputs
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 
 @pytest.fixture
@@ -162,7 +162,7 @@ def test_a_missing_problem_file_is_a_problem_error(tmp_path) -> None:
 def test_constants_read_without_running_agree_with_running_the_file() -> None:
     from kbm_toolkit.problems.constants import static_constants as _static_constants
 
-    from conftest import KERNELBENCH
+    from support import KERNELBENCH
 
     read = 0
     checkout = KERNELBENCH if (KERNELBENCH / "KernelBench").is_dir() else None

@@ -16,7 +16,7 @@ from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.store import Store
 
-from test_score import seed
+from support import seed
 
 
 def test_builtin_adapters_register_by_entry_point() -> None:
@@ -152,7 +152,7 @@ def test_audit_json_and_fail_under(seeded_db: str) -> None:
 
 
 def test_the_readme_protocol_example_loads(tmp_path: Path, demo: ProblemSet) -> None:
-    from conftest import REPO
+    from support import REPO
 
     readme = (REPO / "README.md").read_text()
     block = readme.split("<!-- protocol-example -->", 1)[1].split("```toml", 1)[1].split("```", 1)[0]

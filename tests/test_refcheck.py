@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +17,7 @@ from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit
 from kbm_toolkit.store import Store
 
-from test_score import seed
+from support import seed
 
 KB = load_protocol("kernelbench")
 

@@ -10,7 +10,7 @@ from kbm_toolkit.cli import cli
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.store import Store
 
-from test_score import seed
+from support import seed
 
 
 def test_report_draws_every_figure_and_the_tables(tmp_path: Path, demo: ProblemSet) -> None:

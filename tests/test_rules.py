@@ -11,7 +11,7 @@ import pytest
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.mutation.rules import FAMILIES, RuleError, load_rules
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 RULES = load_rules()
 RULE_FIXTURES = FIXTURES / "rules"

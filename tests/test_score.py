@@ -10,6 +10,8 @@ from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit, bootstrap_band, run_protocol
 from kbm_toolkit.store import Store
 
+from support import seed
+
 KB, KBV = load_protocol("kernelbench"), load_protocol("kbv")
 
 
@@ -18,40 +20,6 @@ class Row:
 
     def __init__(self, mid: str, family: str, rule: str) -> None:
         self.id, self.family, self.rule = mid, family, rule
-
-
-def seed(store: Store, problem) -> dict[str, str]:
-    """Mutants A..D on one problem, the official and hidden inputs, their checks and cells.
-
-    A: killed by an official input at margin 0.5   -> both protocols detect it
-    B: margin 5e-3 on the official inputs          -> only the 1e-3 tolerance sees it
-    C: killed only by the hidden x-1 input         -> only KBV's inputs reach it
-    D: never killed                                 -> unwitnessed, outside every denominator
-    hidden x3: the correct kernel's margin is 2e-3 -> a KBV false rejection
-    hidden x0.01: the reference is non-finite      -> dropped by KBV
-    """
-    store.record_problem(problem)
-    for mid, family in (("A", "arithmetic"), ("B", "precision"), ("C", "semantic"), ("D", "boundary")):
-        store.db["mutants"].insert({"id": mid, "problem": problem.key, "substrate_hash": "h", "rule": f"r{mid}",
-                                    "family": family, "status": "distinct", "name": mid})
-    specs = {s.label: s for s in KBV.specs(problem)}
-    store.record_inputs(list(specs.values()), "kbv")
-    run = store.start_run("evaluate", {"gpu": "test GPU"})
-    for label, spec in specs.items():
-        check = {"input": spec.id, "valid": True, "outcome": "pass", "margin": 1e-6, "max_abs": 1e-6}
-        if label == "hidden x3":
-            check.update(valid=True, margin=2e-3)
-        if label == "hidden x0.01":
-            check = {"input": spec.id, "valid": False, "note": "reference is non-finite on this input"}
-        store.record_input_check("h", run, check)
-    cells = []
-    for label, spec in specs.items():
-        official = label.startswith("official")
-        margins = {"A": 0.5 if official else 1e-6, "B": 5e-3 if official else 1e-6,
-                   "C": 0.5 if label == "hidden x-1" else 1e-6, "D": 1e-6}
-        cells += [{"mutant": m, "input": spec.id, "outcome": "pass", "margin": v} for m, v in margins.items()]
-    store.record_cells(run, cells)
-    return {label: spec.id for label, spec in specs.items()}
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import load_script
+from support import load_script
 
 from kbm_toolkit.store import shipped_store_path
 from kbm_toolkit.store import Store

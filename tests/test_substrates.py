@@ -13,7 +13,7 @@ from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.problems.substrate import Substrate, substrate_for, substrates_root
 from kbm_toolkit.cuda.signatures import kernel_signatures
 
-from conftest import KERNELBENCH
+from support import KERNELBENCH
 
 
 def _shipped() -> list[tuple[str, Path]]:

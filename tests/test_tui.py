@@ -15,8 +15,8 @@ from kbm_toolkit.protocols.registry import load_protocol  # noqa: E402
 from kbm_toolkit.problems.problem_set import ProblemSet  # noqa: E402
 from kbm_toolkit.tui.app import KbmApp, MutantScreen, MutantsScreen, OverviewScreen, PatternsScreen, ProblemsScreen  # noqa: E402
 
-from test_export import build  # noqa: E402
-from test_score import seed  # noqa: E402
+from support import build  # noqa: E402
+from support import seed  # noqa: E402
 
 PROTOCOLS = [load_protocol("kernelbench"), load_protocol("kbv")]
 

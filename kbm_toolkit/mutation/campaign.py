@@ -2,46 +2,16 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from kbm_toolkit.mutation.mutants import generate
 from kbm_toolkit.mutation.rules import RuleError, load_rules
-from kbm_toolkit.mutation.screening import Screened, screen
+from kbm_toolkit.mutation.screening import screen
+from kbm_toolkit.mutation.summary import MutationSummary
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import has_substrate, substrate_for
 from kbm_toolkit.store import Store, shipped_store_path
-from kbm_toolkit.vocabulary import GateStatus, MutantStatus
-
-STAGES = ("generated", MutantStatus.COMPILE_ERROR.value, MutantStatus.DUPLICATE.value, MutantStatus.EQUIVALENT.value,
-          MutantStatus.DISTINCT.value)
-"""The columns of the pipeline summary: generated, then what screening made of them."""
-
-
-@dataclass
-class MutationSummary:
-    """Counts shaped like the paper's Table 1, in total, by family and by rule."""
-
-    problems: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-    by_family: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    by_rule: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    rule_family: dict[str, str] = field(default_factory=dict)
-
-    def add(self, screened: list[Screened]) -> None:
-        for s in screened:
-            for bucket in (self.by_family[s.mutant.family], self.by_rule[s.mutant.rule]):
-                bucket["generated"] += 1
-                bucket[s.status] += 1
-
-    @property
-    def total(self) -> Counter:
-        out: Counter = Counter()
-        for c in self.by_family.values():
-            out.update(c)
-        return out
-
+from kbm_toolkit.vocabulary import GateStatus
 
 def gated_sources(store: Any) -> dict[str, str]:
     """problem → kernel source hash of every substrate whose gate passed (user store, else embedded)."""

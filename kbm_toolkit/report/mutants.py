@@ -8,7 +8,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kbm_toolkit.report import terminal
-from kbm_toolkit.mutation.campaign import STAGES, MutationSummary
+from kbm_toolkit.mutation.summary import STAGES, MutationSummary
 from kbm_toolkit.vocabulary import FAMILIES
 
 

@@ -1,0 +1,48 @@
+"""Every audit, suite and table on both shipped stores prints what it printed before the house was
+rebuilt: the figures in tests/fixtures/shipped_figures.json were recorded from main at ead0a5d, the
+last commit before it (`kbm --store @S audit -a P --json [--vs kernelbench]`, `suite --budget 2`,
+`report --tables`, run there for every protocol on both stores)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kbm_toolkit.cli import cli
+
+from support import FIXTURES
+
+RECORDED = json.loads((FIXTURES / "shipped_figures.json").read_text())
+
+
+def _kbm(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_the_record_is_the_one_described() -> None:
+    assert RECORDED["recorded_from"].startswith("ead0a5d")
+    assert len(RECORDED["audits"]) == 20 and len(RECORDED["suites"]) == len(RECORDED["tables"]) == 2
+
+
+@pytest.mark.parametrize("key", sorted(RECORDED["audits"]))
+def test_every_audit_reports_the_recorded_figures(key: str) -> None:
+    *words, store = key.split()
+    report = json.loads(_kbm("--store", store, *words))
+    recorded = RECORDED["audits"][key]
+    assert {k: report[k] for k in recorded} == recorded
+
+
+@pytest.mark.parametrize("key", sorted(RECORDED["suites"]))
+def test_every_suite_prints_the_recorded_curve(key: str) -> None:
+    store, *words = key.split()
+    assert _kbm("--store", store, *words) == RECORDED["suites"][key]
+
+
+@pytest.mark.parametrize("key", sorted(RECORDED["tables"]))
+def test_every_table_prints_the_recorded_rows(key: str) -> None:
+    store, *words = key.split()
+    assert _kbm("--store", store, *words).split("\n", 1)[1] == RECORDED["tables"][key]
