@@ -6,7 +6,8 @@ time in references and in the correct kernel, and everything else: building inpu
 the pipe between worker and parent, worker restarts after crashes, and the store.
 
     python bench/eval_throughput.py --store .kbm/demo.db --inputs gate --level demo [--json OUT]
-    python bench/eval_throughput.py --store .kbm/demo.db --analyse-run last  # a stored run, no GPU
+
+A stored run's split is `kbm runs --run N`.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
 
 def split_table(seconds: dict[str, float]) -> str:
     """A run's measured split of its worker time, one part per line, largest first."""
-    from kbm_toolkit.evaluation.run import TIME_SPLIT, largest_parts
+    from kbm_toolkit.analysis.runs import TIME_SPLIT, largest_parts
 
     what = {**TIME_SPLIT, "other": "the rest: pipes between worker and parent, task set-up"}
     wall = seconds["wall"] or 1.0
@@ -78,31 +79,25 @@ def main() -> None:
     ap.add_argument("--inputs", default="gate", help="spec source, as for kbm run")
     ap.add_argument("--level", default="demo")
     ap.add_argument("--kernelbench")
-    ap.add_argument("--analyse-run", help="only analyse this stored evaluate run (an id, or `last`)")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--workers", type=int, help="workers that ran at once, for runs that did not record it")
     args = ap.parse_args()
     from kbm_toolkit.store import Store
 
     store = Store(args.store)
-    if args.analyse_run is not None:
-        result = analyse(store, last_run(store) if args.analyse_run == "last" else int(args.analyse_run),
-                         workers=args.workers)
-    else:
-        from kbm_toolkit.cli import device_env
-        from kbm_toolkit.evaluation.run import run_evaluation
-        from kbm_toolkit.problems.problem_set import ProblemSet
-        from kbm_toolkit.evaluation.input_sources import resolve
+    from kbm_toolkit.cli import device_env
+    from kbm_toolkit.evaluation.run import run_evaluation
+    from kbm_toolkit.problems.problem_set import ProblemSet
+    from kbm_toolkit.evaluation.input_sources import resolve
 
-        keys = {r[0] for r in store.db.execute("select distinct problem from mutants")}
-        problems = [p for p in ProblemSet.discover(args.kernelbench).select((), args.level) if p.key in keys]
-        env = device_env()
-        start = time.perf_counter()
-        summary = run_evaluation(store, problems, resolve(args.inputs), args.inputs, env["arch"], env)
-        wall = time.perf_counter() - start
-        result = {**analyse(store, last_run(store), wall), "restarts": summary.restarts,
-                  "waited_for_workers_s": round(summary.waited_s, 1),
-                  "quarantined": len(summary.quarantined), "problems": len(problems), "gpu": env.get("gpu")}
+    keys = {r[0] for r in store.db.execute("select distinct problem from mutants")}
+    problems = [p for p in ProblemSet.discover(args.kernelbench).select((), args.level) if p.key in keys]
+    env = device_env()
+    start = time.perf_counter()
+    summary = run_evaluation(store, problems, resolve(args.inputs), args.inputs, env["arch"], env)
+    wall = time.perf_counter() - start
+    result = {**analyse(store, last_run(store), wall), "restarts": summary.restarts,
+              "waited_for_workers_s": round(summary.waited_s, 1),
+              "quarantined": len(summary.quarantined), "problems": len(problems), "gpu": env.get("gpu")}
     print(json.dumps(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

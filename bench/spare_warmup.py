@@ -3,7 +3,7 @@
 A spare that replaces a crashed worker starts (spawn, `import torch`, a first matmul) while the
 planner's process pool compiles the next problems on every spare core. This times that start
 with no load, with one busy process per core at the workers' own priority, and with the same
-load at `evaluation_run.COMPILE_NICENESS` (what `compile_pool` does since runs 25-28 on one H200
+load at `evaluation.compiling.COMPILE_NICENESS` (what `compile_pool` does since runs 25-28 on one H200
 waited on spares for 16-18% of the workers' time).
 
     python bench/spare_warmup.py [--repeat 3] [--json OUT.json]
@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kbm_toolkit.evaluation.run import COMPILE_NICENESS  # noqa: E402
+from kbm_toolkit.evaluation.compiling import COMPILE_NICENESS  # noqa: E402
 from kbm_toolkit.evaluation.workers import Worker  # noqa: E402
 
 
 def warm() -> None:
-    """The CPU share of `evaluate.warm_up`: torch's import and a first matmul."""
+    """The CPU share of `cell_task.warm_up`: torch's import and a first matmul."""
     import torch
 
     x = torch.ones(64, 64)

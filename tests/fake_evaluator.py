@@ -1,4 +1,4 @@
-"""A stand-in for kbm_toolkit.evaluation.worker_task.evaluate_task with the same message protocol and no GPU.
+"""A stand-in for kbm_toolkit.evaluation.cell_task:cell_task with the same message protocol and no GPU.
 
 Behaviour per mutant comes from the KBM_FAKE environment variable (JSON: mutant id → `crash`
 (the process dies, as an illegal address aborts it), `poison` (a CUDA error: crash cell, then the
@@ -19,7 +19,7 @@ from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
 from kbm_toolkit.problems.input_spec import InputSpec
 
 
-def evaluate_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     behaviour = json.loads(os.environ.get("KBM_FAKE", "{}"))
     delay = float(os.environ.get("KBM_FAKE_DELAY", "0"))
     done = {tuple(p) for p in task.get("done", ())}

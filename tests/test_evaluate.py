@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kbm_toolkit.evaluation.worker_task import unchanged
+from kbm_toolkit.evaluation.cell_task import unchanged
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64])

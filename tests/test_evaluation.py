@@ -8,12 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
 import kbm_toolkit.evaluation.run as evaluation_run
+from kbm_toolkit.evaluation.options import RunOptions
 from kbm_toolkit.evaluation.run import run_evaluation
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.mutation.campaign import mutate_problems
@@ -25,7 +27,7 @@ from kbm_toolkit.store import Store
 from support import REPO
 
 RULES = [r for r in load_rules() if r.name in ("mul2div", "plus2minus", "minus2plus", "negate-store")]
-FAKE = "fake_evaluator:evaluate_task"
+FAKE = "fake_evaluator:cell_task"
 
 
 def specs_for(problem) -> list[InputSpec]:
@@ -34,6 +36,21 @@ def specs_for(problem) -> list[InputSpec]:
 
 def fast_deadline(_: float | None) -> float:
     return 1.5
+
+
+def fake(**options: Any) -> RunOptions:
+    """Run options for the fake worker: the test rules, the fast deadline, and `options`."""
+    return RunOptions(target=FAKE, rules=RULES, deadline=fast_deadline, **options)
+
+
+def faked(real: Callable[..., Any]) -> Callable[..., Any]:
+    """`real` (`run_evaluation`) on the fake worker with the fast deadline, with its caller's other options."""
+    def run(store: Store, problems: list, specs_for: Any, source: str, arch: str, env: dict,
+            options: RunOptions | None = None) -> Any:
+        return real(store, problems, specs_for, source, arch, env,
+                    replace(options or RunOptions(), target=FAKE, deadline=fast_deadline))
+
+    return run
 
 
 def mutated_store(path: Path, keys: tuple[str, ...]) -> Store:
@@ -53,8 +70,7 @@ def evaluate(store: Store, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str,
     monkeypatch.setenv("KBM_FAKE", json.dumps(behaviour))
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     problem = ProblemSet.discover().get("demo/3")
-    return run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
-                          rules=RULES, deadline=fast_deadline)
+    return run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake())
 
 
 def cells(store: Store) -> dict[tuple[str, str], tuple]:
@@ -132,7 +148,7 @@ import test_evaluation as t
 store = Store({db!r})
 try:
     run_evaluation(store, [ProblemSet.discover().get("demo/3")], t.specs_for, "test", "sm_90", {{}},
-                   target=t.FAKE, rules=t.RULES, deadline=t.fast_deadline)
+                   t.fake())
 except KeyboardInterrupt:
     sys.exit(130)
 """
@@ -240,8 +256,8 @@ def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_pa
 
     def run(share: float | None, first_kill: list[Any] | None = None) -> Any:
         compiled.clear()
-        return run_evaluation(store, problems, a.specs, "a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
-                              deadline=fast_deadline, sample=share, first_kill=first_kill)
+        return run_evaluation(store, problems, a.specs, "a", "sm_90", {"gpu": "fake"},
+                              fake(sample=share, first_kill=first_kill))
 
     half = {m for m in distinct if in_sample(m, 0.5)}
     assert 0 < len(half) < len(distinct)
@@ -270,8 +286,7 @@ def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeyp
     monkeypatch.setenv("KBM_FAKE", "{}")
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU"})
-    real = evaluation_run.run_evaluation
-    monkeypatch.setattr(fill, "run_evaluation", lambda *a, **k: real(*a, target=FAKE, deadline=fast_deadline, **k))
+    monkeypatch.setattr(fill, "run_evaluation", faked(evaluation_run.run_evaluation))
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench",
                                                  "--denominator", "kernelbench", "--json"])
     assert result.exit_code == 0, result.output
@@ -287,8 +302,7 @@ def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path,
     crasher = next(r["id"] for r in store.mutants("demo/1_LeakyReLU") if r["status"] == "distinct")
     monkeypatch.setenv("KBM_FAKE", json.dumps({crasher: "crash"}))
     monkeypatch.syspath_prepend(str(REPO / "tests"))
-    summary = run_evaluation(store, problems, specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
-                             rules=RULES, deadline=fast_deadline, workers_per_gpu=2)
+    summary = run_evaluation(store, problems, specs_for, "test", "sm_90", {"gpu": "fake"}, fake(workers_per_gpu=2))
     assert summary.problems == {p.key: "done" for p in problems}
     distinct = [r["id"] for p in problems for r in store.mutants(p.key) if r["status"] == "distinct"]
     # the probe and three inputs, each once; the crasher stops at its first real input
@@ -307,8 +321,7 @@ def test_a_sampled_run_evaluates_its_share_and_widens_without_redoing_it(
     problem = ProblemSet.discover().get("demo/3")
 
     def run(share: float | None) -> None:
-        run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
-                       rules=RULES, deadline=fast_deadline, sample=share)
+        run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake(sample=share))
 
     half = {m for m in ids if in_sample(m, 0.5)}
     assert 0 < len(half) < len(ids)  # the draw splits this pool, so the test can tell
@@ -355,7 +368,7 @@ def test_rerun_crashers_runs_a_crashed_mutant_on_every_input(tmp_path: Path, mon
     evaluate(store, monkeypatch, {poisoner: "poison"})  # a resumed run keeps it stopped
     assert sum(1 for k in cells(store) if k[0] == poisoner and k[1] in inputs) == 1
     run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
-                   target=FAKE, rules=RULES, deadline=fast_deadline, rerun_crashers=True)
+                   fake(rerun_crashers=True))
     assert all(cells(store)[(poisoner, i)][0] == "crash" for i in inputs)
 
 
@@ -367,8 +380,7 @@ def test_a_crash_stops_a_mutant_only_for_runs_that_include_its_input(tmp_path: P
     evaluate(store, monkeypatch, {poisoner: "poison"})
     problem = ProblemSet.discover().get("demo/3")
     others = [InputSpec.make(problem.key, seed, label=f"other {seed}") for seed in (7, 8)]
-    run_evaluation(store, [problem], lambda p: others, "other", "sm_90", {"gpu": "fake"}, target=FAKE,
-                   rules=RULES, deadline=fast_deadline)
+    run_evaluation(store, [problem], lambda p: others, "other", "sm_90", {"gpu": "fake"}, fake())
     assert cells(store)[(poisoner, others[0].id)][0] == "crash"  # it ran, and crashed again
     assert (poisoner, others[1].id) not in cells(store)  # then stopped within this run
 
@@ -378,8 +390,8 @@ def test_checks_only_runs_every_input_check_and_no_mutant(tmp_path: Path, monkey
     monkeypatch.setenv("KBM_FAKE", "{}")
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
-    summary = run_evaluation(store, problems, specs_for, "ceiling", "sm_90", {"gpu": "fake"}, target=FAKE,
-                             rules=RULES, deadline=fast_deadline, checks_only=True, workers_per_gpu=2)
+    summary = run_evaluation(store, problems, specs_for, "ceiling", "sm_90", {"gpu": "fake"},
+                             fake(checks_only=True, workers_per_gpu=2))
     assert summary.problems == {p.key: "done" for p in problems}
     assert store.db["cells"].count == 0
     checked = {r["input"] for r in store.db["input_checks"].rows}
@@ -392,8 +404,8 @@ def test_only_runs_the_mutants_it_names(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("KBM_FAKE", "{}")
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     problem = ProblemSet.discover().get("demo/3")
-    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
-                   deadline=fast_deadline, only={problem.key: set(ids[:2])})
+    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"},
+                   fake(only={problem.key: set(ids[:2])}))
     assert {r["mutant"] for r in store.db["cells"].rows} == set(ids[:2])
 
 
@@ -410,11 +422,11 @@ def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Pat
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU", "gpus": 1})
     calls = []
-    real = evaluation_run.run_evaluation
+    real = faked(evaluation_run.run_evaluation)
 
     def fake_run(*a, **k):
         calls.append(sorted(p.key for p in a[1]))
-        return real(*a, target=FAKE, deadline=fast_deadline, **k)
+        return real(*a, **k)
 
     monkeypatch.setattr(target_checks, "run_evaluation", fake_run)
     args = ["--store", str(tmp_path / "s.db"), "targets", "demo/1", "demo/3", "--emit", str(tmp_path / "t")]
@@ -443,7 +455,7 @@ def test_an_interrupted_run_keeps_its_cells_and_records_when_it_stopped(tmp_path
 
     with pytest.raises(KeyboardInterrupt):
         run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
-                       target=FAKE, rules=RULES, deadline=fast_deadline, on_progress=interrupt)
+                       fake(on_progress=interrupt))
     run = store.db["runs"].get(1)
     assert run["finished"] is None and run["stopped"] >= run["started"]
     assert 4 <= store.db["cells"].count < len(ids) * 4
@@ -459,8 +471,7 @@ def test_an_interrupted_wider_run_leaves_the_share_it_had_finished(tmp_path: Pat
     problem = ProblemSet.discover().get("demo/3")
 
     def run(share: float | None, **kw: Any) -> None:
-        run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, target=FAKE,
-                       rules=RULES, deadline=fast_deadline, sample=share, **kw)
+        run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake(sample=share, **kw))
 
     run(0.5)
     half = store.db["cells"].count
@@ -499,8 +510,7 @@ def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchang
     stores = {}
     for name, rule in (("full", None), ("first", [a, b])):
         stores[name], ids = seeded_store(tmp_path / f"{name}.db")
-        run_evaluation(stores[name], [problem], union, "a,b", "sm_90", {"gpu": "fake"}, target=FAKE,
-                       rules=RULES, deadline=fast_deadline, first_kill=rule)
+        run_evaluation(stores[name], [problem], union, "a,b", "sm_90", {"gpu": "fake"}, fake(first_kill=rule))
     full, first = stores["full"], stores["first"]
     assert first.db["cells"].count < full.db["cells"].count
     assert set(cells(first)) < set(cells(full))
@@ -515,11 +525,9 @@ def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchang
     assert run_protocol(a, load_matrices(first), 1.0).missing_cells
     # no full rows: suites see none of these mutants until a full run fills them
     assert first.full_rows() == {problem.key: 0.0} and not load_matrices(first, full_rows=True)
-    again = run_evaluation(first, [problem], union, "a,b", "sm_90", {"gpu": "fake"}, target=FAKE,
-                           rules=RULES, deadline=fast_deadline, first_kill=[a, b])
+    again = run_evaluation(first, [problem], union, "a,b", "sm_90", {"gpu": "fake"}, fake(first_kill=[a, b]))
     assert again.cells == 0  # resumed: what stored cells settle is not asked for again
-    run_evaluation(first, [problem], union, "a,b", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
-                   deadline=fast_deadline)
+    run_evaluation(first, [problem], union, "a,b", "sm_90", {"gpu": "fake"}, fake())
     assert set(cells(first)) == set(cells(full)) and first.full_rows() == {}
     assert set(load_matrices(first, full_rows=True)[0].mutants) == set(ids)
 
@@ -533,8 +541,8 @@ def test_first_kill_runs_past_the_full_rows_keep_their_share(tmp_path: Path, mon
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     problem = ProblemSet.discover().get("demo/3")
     for share, first_kill in ((0.2, None), (0.5, [a]), (None, [a])):  # the pool's order: full rows, then first kill
-        run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
-                       deadline=fast_deadline, sample=share, first_kill=first_kill)
+        run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"},
+                       fake(sample=share, first_kill=first_kill))
     # each run's planning marks the problem begun; that must not claim full rows its first kills skipped
     assert store.samples() == {} and store.full_rows() == {problem.key: 0.2}
 
@@ -569,8 +577,7 @@ def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
     monkeypatch.setenv("KBM_FAKE", json.dumps({poisoner: "poison"}))
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     problem = ProblemSet.discover().get("demo/3")
-    run_evaluation(store, [problem], union, "b,a", "sm_90", {"gpu": "fake"}, target=FAKE, rules=RULES,
-                   deadline=fast_deadline, first_kill=[a, b])
+    run_evaluation(store, [problem], union, "b,a", "sm_90", {"gpu": "fake"}, fake(first_kill=[a, b]))
     real = {s.id for s in union(problem)}
     crashed = [k for k, v in cells(store).items() if k[0] == poisoner and k[1] in real]
     # one crash for b, then a's first input (a crash stop would have left a without a cell)
@@ -581,7 +588,7 @@ def test_under_first_kill_a_crash_settles_only_its_own_inputs_protocols(
 
 
 def test_the_compile_pool_yields_the_cpu_to_workers_and_spares() -> None:
-    from kbm_toolkit.evaluation.run import COMPILE_NICENESS, compile_pool
+    from kbm_toolkit.evaluation.compiling import COMPILE_NICENESS, compile_pool
 
     with compile_pool(1) as pool:
         assert pool.submit(os.nice, 0).result() == min(os.nice(0) + COMPILE_NICENESS, 19)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from kbm_toolkit.evaluation.gate import fp64_adjudication, gate_specs, unrefereeable
+from kbm_toolkit.evaluation.gate import gate_specs
+from kbm_toolkit.evaluation.gate_task import fp64_adjudication, unrefereeable
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.problems.substrate import substrate_for

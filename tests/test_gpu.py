@@ -9,7 +9,7 @@ import torch
 
 from kbm_toolkit.errors import ContractViolation
 from kbm_toolkit.cuda.kernels import LoadedKernel
-from kbm_toolkit.evaluation.gate import run_gate
+from kbm_toolkit.evaluation.gate_task import run_gate
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.cuda.kernels import device_arch
@@ -64,6 +64,7 @@ def test_inputs_are_built_on_the_gpu(demo: ProblemSet) -> None:
 
 def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(tmp_path: Path,
                                                                                  demo: ProblemSet) -> None:
+    from kbm_toolkit.evaluation.options import RunOptions
     from kbm_toolkit.evaluation.run import run_evaluation
     from kbm_toolkit.mutation.mutants import generate
     from kbm_toolkit.mutation.screening import screen
@@ -86,7 +87,8 @@ def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(
     store.record_problem(problem)
     store.record_rules(rules)
     store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, device_arch())
-    summary = run_evaluation(store, [problem], official_specs, "official", device_arch(), {"gpu": "test"}, rules=rules)
+    summary = run_evaluation(store, [problem], official_specs, "official", device_arch(), {"gpu": "test"},
+                             RunOptions(rules=rules))
     by_rule = {m.rule: m.id for m in mutants}
     seen = {rule: [(r["input"][:6], r["outcome"], r["note"]) for r in store.db["cells"].rows_where("mutant = ?", [mid])]
             for rule, mid in by_rule.items() if rule.startswith("force")}
@@ -100,6 +102,7 @@ def test_forced_crash_and_hang_mutants_are_quarantined_without_stopping_the_run(
 
 
 def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path, demo: ProblemSet) -> None:
+    from kbm_toolkit.evaluation.options import RunOptions
     from kbm_toolkit.evaluation.run import run_evaluation
     from kbm_toolkit.mutation.campaign import mutate_problems
     from kbm_toolkit.protocols.registry import load_protocol
@@ -115,7 +118,7 @@ def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path
         stores[name] = Store(tmp_path / f"{name}.db")
         mutate_problems(stores[name], [problem], device_arch(), workers=2, require_gate=False)
         summary = run_evaluation(stores[name], [problem], resolve("kernelbench,kbv"), "kernelbench,kbv",
-                                 device_arch(), {"gpu": "test"}, first_kill=rule)
+                                 device_arch(), {"gpu": "test"}, RunOptions(first_kill=rule))
         assert summary.problems == {problem.key: "done"}
     assert stores["first"].db["cells"].count < stores["full"].db["cells"].count
     for protocol in protocols:

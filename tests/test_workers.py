@@ -30,7 +30,7 @@ TARGET = "test_workers:task"
 
 
 def nap() -> dict[str, float]:
-    """A warm-up that reports its one part, as `evaluate.warm_up` reports its imports, context and handles."""
+    """A warm-up that reports its one part, as `cell_task.warm_up` reports its imports, context and handles."""
     time.sleep(0.3)
     return {"nap": 0.3}
 
@@ -150,7 +150,7 @@ def test_a_worker_measures_how_its_children_warmed_and_whether_a_spare_was_ready
 
 
 def test_a_worker_records_where_each_childs_warm_up_went() -> None:
-    from kbm_toolkit.evaluation.run import spare_stats
+    from kbm_toolkit.evaluation.stats import spare_stats
 
     with Worker(TARGET, warm="test_workers:nap") as worker:
         worker.run({"do": "echo", "value": 0}, timeout=60)

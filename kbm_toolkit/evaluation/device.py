@@ -6,7 +6,7 @@ from typing import Any
 
 from kbm_toolkit.evaluation.workers import Worker
 
-DESCRIBE_WORKER = "kbm_toolkit.evaluation.gate:worker_task"
+DESCRIBE_WORKER = "kbm_toolkit.evaluation.gate_task:worker_task"
 
 
 def describe_device() -> dict[str, Any]:

@@ -9,7 +9,9 @@ from kbm_toolkit.analysis.score import audit_store, survivors
 from kbm_toolkit.errors import KbmError, NoDevice, OptionError
 from kbm_toolkit.evaluation import device
 from kbm_toolkit.evaluation.input_sources import resolve
-from kbm_toolkit.evaluation.run import RunSummary, run_evaluation
+from kbm_toolkit.evaluation.options import RunOptions
+from kbm_toolkit.evaluation.run import run_evaluation
+from kbm_toolkit.evaluation.stats import RunSummary
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol
@@ -72,10 +74,10 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if not env.get("cuda"):
         raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
                        "reports (kbm audit) work from the store without one")
-    return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, request.gpus,
-                          request.probe, on_progress=on_progress, on_problem=on_problem,
-                          workers_per_gpu=request.workers, sample=request.sample,
-                          rerun_crashers=request.rerun_crashers, only=only, first_kill=protocols)
+    options = RunOptions(gpus=request.gpus, workers_per_gpu=request.workers, probe=request.probe,
+                         sample=request.sample, rerun_crashers=request.rerun_crashers, only=only,
+                         first_kill=protocols, on_progress=on_progress, on_problem=on_problem)
+    return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, options)
 
 
 def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: list[str],
@@ -90,7 +92,7 @@ def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: 
     share_of = store.fill_shares(keys)
     for share in sorted(set(share_of.values()), key=lambda f: f or 1.0):
         problems = [problem_set.get(k) for k in keys if share_of[k] == share]
-        run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env, sample=share)
+        run_evaluation(store, problems, protocol.specs, protocol.name, env["arch"], env, RunOptions(sample=share))
     return True
 
 

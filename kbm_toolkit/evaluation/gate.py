@@ -3,11 +3,13 @@
 Harder inputs are the official draw negated and tripled, a sign-mixed normal redraw, and any
 odd shapes the substrate declares. An input on which the reference itself is non-finite or raises
 is skipped (it tests nothing). A failing gate is the substrate's fault, not the protocol's.
+
+Here the parent's side (what a gate is, compiling, scheduling worker tasks, writing the store);
+the GPU side, run in a worker, is `gate_task`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from kbm_toolkit.problems.input_spec import InputSpec, official_specs
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.seeds import OFFICIAL_TRIALS
 from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
-from kbm_toolkit.vocabulary import GateStatus
+from kbm_toolkit.vocabulary import GateStatus, RunKind
 
 GATE_TOLERANCE = 1e-3
 """The tightest tolerance an adapter ships besides KernelBench main's 1e-4 (DESIGN.md)."""
@@ -81,136 +83,6 @@ def gate_specs(problem: Problem, substrate: Substrate, trials: int = OFFICIAL_TR
     return specs
 
 
-def fp64_adjudication(model: Any, inputs: list[Any], ref: Any, out: Any, tolerance: float) -> tuple[str, str]:
-    """When the substrate misses the fp32 reference, ask the reference's fp64 evaluation who is off.
-
-    `fp64-pass`: the substrate is within tolerance of fp64 (the fp32 reference is the one off).
-    `ceiling`: the fp32 reference itself misses fp64 by more than the tolerance and the substrate
-    is no further off than twice that: the input is past the validity ceiling, where two correct
-    fp32 kernels legitimately disagree. Otherwise `value`: the substrate is wrong.
-    """
-    from kbm_toolkit.cuda.reference import in_fp64, run_fp64
-    from kbm_toolkit.cuda.comparison import compare
-
-    exact = run_fp64(in_fp64(model), inputs)
-    ref_off = compare(exact, ref.double()).margin
-    sub_off = compare(exact, out.double()).margin
-    words = f"vs fp64: substrate {sub_off:.2e}, fp32 reference {ref_off:.2e}"
-    if sub_off <= tolerance:
-        return "fp64-pass", words
-    if ref_off > tolerance and sub_off <= 2 * ref_off:
-        return "ceiling", words
-    return "value", words
-
-
-def unrefereeable(official: list[Any], again: Any, tolerance: float) -> str:
-    """Why no checker can referee this problem, or "": a random or a constant reference.
-
-    `again` is a second evaluation of the first official input: if it differs from the first
-    beyond the tolerance, the reference is random (training-mode dropout). If every official
-    output is one and the same constant, any kernel that writes that constant passes.
-    """
-    import torch
-
-    from kbm_toolkit.cuda.comparison import compare
-
-    first = official[0]
-    if not isinstance(first, torch.Tensor):
-        return ""
-    if again is not None:
-        if not compare(first, again).passes(tolerance):
-            return "random reference: two evaluations of one official input differ"
-        return ""
-    if first.numel() and all(isinstance(o, torch.Tensor) and o.shape == first.shape for o in official):
-        value = first.reshape(-1)[0]
-        if all(bool((o == value).all()) for o in official):
-            return f"constant reference: every official output is {float(value):g}"
-    return ""
-
-
-def gate_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Worker task: gate one substrate with a compiled image (runs on the GPU)."""
-    from kbm_toolkit.cuda.nvrtc import Image
-
-    problem = Problem.from_record(task["problem"])
-    substrate = Substrate(problem.key, Path(task["substrate"]))
-    image = Image(**task["image"])
-    return run_gate(problem, substrate, image, task.get("tolerance", GATE_TOLERANCE)).to_dict()
-
-
-def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: float = GATE_TOLERANCE,
-             device: str = "cuda") -> GateResult:
-    """Run the substrate against its reference on every gate input."""
-    import torch
-
-    from kbm_toolkit.cuda.kernels import LoadedKernel
-    from kbm_toolkit.cuda.reference import run_reference, strict_fp32_references
-    from kbm_toolkit.cuda.comparison import compare
-
-    strict_fp32_references()
-    result = GateResult(problem.key, "passed", tolerance)
-    kernel = LoadedKernel(substrate, image)
-    built: dict[tuple, tuple[Any, Any]] = {}
-    official: list[Any] = []
-    for spec in gate_specs(problem, substrate):
-        row = GateRow(spec.label, spec.record(), spec.id, "skipped")
-        result.rows.append(row)
-        try:
-            model, inputs, ref, row.ref_ms = run_reference(problem, spec, built, device)
-            if row.label.startswith("official"):
-                official.append(ref.detach().clone() if isinstance(ref, torch.Tensor) else ref)
-                if len(official) == 1:
-                    with torch.no_grad():
-                        again = model(*inputs)
-                    why = unrefereeable(official, again, tolerance)
-                    if why:
-                        result.status, result.message, row.note = "unrefereeable", why, why
-        except KbmError as e:
-            row.note = f"reference unusable: {e.message}"
-            continue
-        except Exception as e:  # the reference may reject an odd shape: not the substrate's fault
-            row.note = f"reference raised {type(e).__name__}: {str(e)[:160]}"
-            continue
-        if isinstance(ref, torch.Tensor) and ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
-            row.note = "reference is non-finite on this input"
-            continue
-        try:
-            start = time.perf_counter()
-            out = kernel(model, inputs)
-            row.kernel_ms = (time.perf_counter() - start) * 1000
-            cmp = compare(ref, out).judged(tolerance)
-            row.outcome, row.margin, row.max_abs = cmp.outcome.value, cmp.margin, cmp.max_abs
-            if row.outcome == "value":
-                row.outcome, row.note = fp64_adjudication(model, inputs, ref, out, tolerance)
-        except KbmError as e:
-            row.outcome, row.note = "crash", e.line()
-            result.status, result.message = "error", e.line()
-            break
-        except Exception as e:  # a CUDA error poisons the context: stop this substrate here
-            row.outcome, row.note = "crash", f"{type(e).__name__}: {str(e)[:300]}"
-            result.status, result.message = "failed", row.note
-            break
-        finally:
-            del inputs
-        if row.outcome == "ceiling" and row.label.startswith("official") and result.status == "passed":
-            result.status = "unrefereeable"
-            result.message = f"{row.label}: the fp32 reference misses its own fp64 evaluation; {row.note}"
-        elif row.outcome not in ("pass", "fp64-pass", "ceiling") and result.status in ("passed", "unrefereeable"):
-            result.status = "failed"
-            result.message = f"{row.label}: {row.outcome} (margin {row.margin:.3g})"
-    if result.status == "passed" and len(official) == OFFICIAL_TRIALS:
-        why = unrefereeable(official, None, tolerance)
-        if why:
-            result.status, result.message = "unrefereeable", why
-    ran = [r.margin for r in result.rows if r.margin is not None and r.outcome in ("pass", "value")]
-    result.worst_margin = max(ran) if ran else None
-    if not any(r.outcome != "skipped" for r in result.rows) and result.status == "passed":
-        result.status, result.message = "error", "the reference was unusable on every gate input"
-    return result
-
-
-# -- orchestration (parent side: compiles, schedules worker tasks, writes the store) ------------
-
 @dataclass
 class Compiled:
     """A problem's substrate compiled for one arch, or why it could not be."""
@@ -246,20 +118,11 @@ def compile_substrates(problems: list[Problem], arch: str, store: Any = None,
     return done
 
 
-def worker_task(task: dict[str, Any]) -> Any:
-    """The gate worker's entry point: `describe` the device, or `gate` one substrate."""
-    if task["op"] == "describe":
-        from kbm_toolkit.cuda.environment import describe_task
-
-        return describe_task()
-    return gate_task(task)
-
-
 def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[str, Any],
                   tolerance: float = GATE_TOLERANCE, timeout: float = 900.0,
                   on_result: Any = None) -> list[GateResult]:
     """Gate each compiled substrate in the worker; every verdict is committed as it arrives."""
-    run_id = store.start_run("gate", env)
+    run_id = store.start_run(RunKind.GATE, env)
     results = []
     for item in compiled:
         if item.error:
@@ -283,7 +146,8 @@ def gate_compiled(compiled: list[Compiled], store: Any, worker: Any, env: dict[s
     return results
 
 
-GATE_WORKER = "kbm_toolkit.evaluation.gate:worker_task"
+GATE_WORKER = "kbm_toolkit.evaluation.gate_task:worker_task"
+"""The gate's worker entry point (the GPU side is `gate_task`): `describe` the device, or `gate` a substrate."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from kbm_toolkit.analysis.refereeability import flags
 from kbm_toolkit.evaluation import device as devices
-from kbm_toolkit.evaluation.run import PHASE_TIMEOUT_S
+from kbm_toolkit.evaluation.driver import PHASE_TIMEOUT_S
 from kbm_toolkit.evaluation.workers import Worker
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem

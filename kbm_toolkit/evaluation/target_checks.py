@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from kbm_toolkit.analysis.matrix import valid_at
 from kbm_toolkit.analysis.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
+from kbm_toolkit.evaluation.options import RunOptions
 from kbm_toolkit.evaluation.run import run_evaluation
 from kbm_toolkit.outputs import output_file
 from kbm_toolkit.problems.input_spec import InputSpec
@@ -53,8 +54,8 @@ def make_targets(store: Any, problems: list[Problem], folder: Path, env: dict[st
         if todo and env.get("cuda"):  # every problem in one run: warm workers, every visible GPU
             if on_step:
                 on_step(f"{what} of {len(todo)} problems on {env['gpu']}...")
-            run_evaluation(store, todo, specs_for, source, env["arch"], env, gpus=env.get("gpus") or 1,
-                           checks_only=True)
+            run_evaluation(store, todo, specs_for, source, env["arch"], env,
+                           RunOptions(gpus=env.get("gpus") or 1, checks_only=True))
 
     check_on_gpu("Measuring the validity ceiling", ceiling_probes, "ceiling")
     ceilings = {p.key: ceiling(checks_of(p), ceiling_probes(p), tolerance) for p in problems}

@@ -1,0 +1,302 @@
+"""The GPU side of the kill matrix: one self-contained task (a problem, its inputs, mutant images)
+in, a stream of records out. Runs only inside a worker process (`CELL_TASK`).
+
+Input-major: each input is built once, the reference computed once, the correct substrate run
+(its margin decides the input's validity), then every mutant, then the input is freed. Inputs and
+the reference are checked after each mutant and restored if a mutant wrote over them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generator, Iterator
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.substrate import Substrate
+from kbm_toolkit.vocabulary import Outcome, RecordKind
+
+Records = Generator[dict[str, Any], None, Any]
+"""A step of the task: the records it yields, and what it returns to the step above."""
+
+WARM_KERNEL = 'extern "C" __global__ void kbm_warm(float* p, int n) { if (threadIdx.x < n) p[threadIdx.x] = 0.0f; }'
+
+
+def warm_up() -> dict[str, float]:
+    """Pay a worker's start-up (torch, cuda.core, the CUDA context, lazy imports) before its first
+    task; return the seconds each part took.
+
+    The first matmul or convolution creates library handles, and the launch guard's first use
+    sets up torch's dispatch modes: doing both here keeps them off the path of a spare that takes
+    over after a crash.
+    """
+    parts: dict[str, float] = {}
+    last = time.perf_counter()
+
+    def lap(part: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        parts[part], last = now - last, now
+
+    import torch
+    from cuda.core import Device
+
+    from kbm_toolkit.cuda.reference import strict_fp32_references
+    from kbm_toolkit.cuda.launch_guard import guard
+    from kbm_toolkit.cuda.comparison import compare
+    from kbm_toolkit.cuda.nvrtc import compile_source
+    from kbm_toolkit.cuda.kernels import Kernels, device_arch
+    from kbm_toolkit.cuda.signatures import entry_points
+
+    lap("imports")
+    strict_fp32_references()
+    Device(torch.cuda.current_device()).set_current()
+    lap("context")
+    with torch.no_grad():
+        with guard("warm-up"):
+            x = torch.zeros(4, 4, device="cuda")
+        compare(x, x.clone())
+        lap("guard")
+        x @ x  # cuBLAS and cuDNN handles: every restart would otherwise pay them in its first reference
+        torch.nn.functional.conv2d(x[None, None], x[None, None, :3, :3])
+        lap("handles")
+        image = compile_source(WARM_KERNEL, device_arch())
+        Kernels(image.cubin, entry_points(WARM_KERNEL), "warm-up").kbm_warm(
+            x, 16, grid=1, block=16)  # the first launch of a process costs ~0.5 s
+    torch.cuda.synchronize()
+    lap("kernel")
+    return parts
+
+
+def unchanged(now: Any, saved: Any) -> bool:
+    """Whether a tensor still holds its saved copy's bits (a NaN in an input equals itself here,
+    where `torch.equal` would report every cell on a NaN input as writing over it)."""
+    import torch
+
+    if now.is_floating_point():
+        bits = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[now.element_size()]
+        return torch.equal(now.view(bits), saved.view(bits))
+    return torch.equal(now, saved)
+
+
+def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Yield `input`, `start` and `cell` records for every (input, mutant) pair not in `done`
+    (with a `first_kill` rule, nor any pair that rule skips after this task's own cells). An input
+    in `valid` is not checked again: its `rebuilt` record only gives the time building it took.
+
+    After a CUDA error the context is unusable: the task yields the crash cell and a `poisoned`
+    record and stops, and the parent resumes the rest in a fresh worker.
+    """
+    yield from _CellTask(task).run()
+
+
+@dataclass
+class _Built:
+    """A valid input, built: the model, its inputs and reference, and copies to restore them from."""
+
+    model: Any
+    inputs: list[Any]
+    ref: Any
+    saved: list[Any]
+    ref_saved: Any
+
+    def overwritten(self) -> bool:
+        """Whether a mutant wrote over an input tensor or the reference."""
+        import torch
+
+        return any(isinstance(v, torch.Tensor) and not unchanged(v, s) for v, s in zip(self.inputs, self.saved)) \
+            or not unchanged(self.ref, self.ref_saved)
+
+    def restore(self) -> None:
+        """Copy the saved inputs and reference back over what a mutant wrote."""
+        import torch
+
+        for v, s in zip(self.inputs, self.saved):
+            if isinstance(v, torch.Tensor):
+                v.copy_(s)
+        self.ref.copy_(self.ref_saved)
+
+
+def _unusable(ref: Any) -> str:
+    """Why a reference's output tests nothing ("" when it does)."""
+    import torch
+
+    if not isinstance(ref, torch.Tensor):
+        return f"reference returned {type(ref).__name__}, not a tensor"
+    if ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
+        return "reference is non-finite on this input"
+    return ""
+
+
+class _CellTask:
+    """One task in a worker: its problem, the correct kernel, the mutants' kernels as they load, and
+    which pairs are done or needless."""
+
+    def __init__(self, task: dict[str, Any]) -> None:
+        from kbm_toolkit.cuda.kernels import LoadedKernel
+        from kbm_toolkit.cuda.nvrtc import Image
+        from kbm_toolkit.cuda.reference import strict_fp32_references
+
+        strict_fp32_references()
+        self.problem = Problem.from_record(task["problem"])
+        self.substrate = Substrate(self.problem.key, Path(task["substrate"]))
+        self.correct = LoadedKernel(self.substrate, Image(**task["original"]))
+        self.specs = task["specs"]
+        self.mutants = task["mutants"]
+        self.done = {tuple(p) for p in task.get("done", ())}
+        self.stopped: set[str] = set()  # crashed on an earlier input of this task (see driver._Driver)
+        # with --first-kill: which protocols this task's own cells show detecting each mutant
+        self.settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
+        self.checked = set(task.get("checked", ()))
+        self.valid = task.get("valid", {})  # input -> the correct kernel's stored margin on it, where it passed
+        self.rerun_crashers = task.get("rerun_crashers")
+        self.kernels: dict[str, Any] = {}
+        self.models: dict[tuple, tuple[Any, Any]] = {}
+
+    def run(self) -> Iterator[dict[str, Any]]:
+        """Every input in turn: build and check it, then run each pending mutant on it."""
+        import torch
+
+        for record in self.specs:
+            spec = InputSpec.from_record(record)
+            pending = [m for m in self.mutants if (m["id"], spec.id) not in self.done and m["id"] not in self.stopped
+                       and (self.settled is None or self.settled.needed(m["id"], spec.id))]
+            if not pending and spec.id in self.checked:
+                continue
+            built = yield from self._build(spec)
+            if built is None:
+                continue  # an input that rejects the reference or the correct kernel kills nothing
+            for m in pending:
+                if not (yield from self._cell(m, spec, built)):
+                    return  # a CUDA error: the context is gone, a fresh worker resumes
+            del built
+            # hand the input's memory back to the GPU: workers and their spares share it, and a cache
+            # kept at each worker's largest input once left new spares no memory to start in
+            torch.cuda.empty_cache()
+
+    def _build(self, spec: InputSpec) -> Records:
+        """Build the input, its model and reference, and yield its `input` (or `rebuilt`) record;
+        return it built when it is valid, else None."""
+        import torch
+
+        from kbm_toolkit.cuda.reference import run_reference
+
+        check: dict[str, Any] = {"kind": RecordKind.INPUT, "input": spec.id, "valid": False}
+        begun = time.perf_counter()
+        try:
+            model, inputs, ref, check["ref_ms"] = run_reference(self.problem, spec, self.models)
+        except torch.OutOfMemoryError:  # about this GPU's load, not the input: leave it unchecked
+            raise KbmError(f"out of GPU memory building input {spec.id} ({spec.label}) and its reference; "
+                           "run again with fewer workers per GPU") from None
+        except Exception as e:  # the reference rejects this input: it tests nothing
+            check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
+            yield check
+            return None
+        why = _unusable(ref)
+        if why:
+            check["note"] = why
+            yield check
+            return None
+        check["build_ms"] = (time.perf_counter() - begun) * 1000 - check["ref_ms"]  # model and inputs
+        if spec.id in self.valid:  # checked before (another run, or before a restart): the mutants need
+            # the reference, not the check
+            check.update(kind=RecordKind.REBUILT, valid=True, margin=self.valid[spec.id])
+        else:
+            check.update(self._check(spec, model, inputs, ref))
+        built = None
+        if check["valid"]:  # copies to restore from if a mutant writes over them
+            start = time.perf_counter()
+            built = _Built(model, inputs, ref, [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs],
+                           ref.clone())
+            check["build_ms"] += (time.perf_counter() - start) * 1000
+        yield check
+        if built is not None and self.settled is not None:
+            self.settled.check(spec.id, check["margin"])
+        return built
+
+    def _check(self, spec: InputSpec, model: Any, inputs: list[Any], ref: Any) -> dict[str, Any]:
+        """The correct kernel on a new input: the reference's size, and the outcome and margin that
+        decide the input's validity."""
+        from kbm_toolkit.cuda.comparison import compare
+
+        magnitude = ref.abs() if ref.is_floating_point() else ref.double().abs()
+        found: dict[str, Any] = {"ref_abs_max": float(magnitude.max()) if ref.numel() else 0.0,
+                                 "ref_abs_mean": float(magnitude.mean()) if ref.numel() else 0.0}
+        del magnitude
+        start = time.perf_counter()
+        try:
+            cmp = compare(ref, self.correct(model, inputs))
+        except KbmError as e:
+            raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
+        found.update(valid=cmp.outcome.value == Outcome.PASS, outcome=cmp.outcome.value, margin=cmp.margin,
+                     max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000)
+        return found
+
+    def _cell(self, m: dict[str, Any], spec: InputSpec, built: _Built) -> Records:
+        """Run mutant `m` on a built input and yield its `start` and `cell` records; return False
+        after a CUDA error (with a `poisoned` record: the task must stop)."""
+        yield {"kind": RecordKind.START, "mutant": m["id"], "input": spec.id}
+        cell: dict[str, Any] = {"kind": RecordKind.CELL, "mutant": m["id"], "input": spec.id}
+        compared, usable = self._launch(m, built, cell)
+        if not usable:
+            yield cell
+            yield {"kind": RecordKind.POISONED, "mutant": m["id"], "input": spec.id}
+            return False
+        if built.overwritten():
+            cell["note"] = "wrote over its input or the reference (restored)"
+            built.restore()
+        if "ms" in cell:
+            cell["check_ms"] = (time.perf_counter() - compared) * 1000  # the comparison and the restore checks
+        if self.settled is not None:  # a crash settles its input's protocols, as any detection does
+            self.settled.cell(m["id"], spec.id, cell["outcome"], cell.get("margin"))
+        elif cell["outcome"] == Outcome.CRASH and not self.rerun_crashers:
+            self.stopped.add(m["id"])
+        yield cell
+        return True
+
+    def _launch(self, m: dict[str, Any], built: _Built, cell: dict[str, Any]) -> tuple[float, bool]:
+        """Load mutant `m`, launch it and compare its output, into `cell`; return when the comparison
+        began, and False where a CUDA error left the context unusable."""
+        import torch
+
+        from kbm_toolkit.cuda.comparison import compare
+
+        start = time.perf_counter()
+        try:
+            kernel = self._kernel(m)  # loading its image is not the launch: timed apart
+            cell["load_ms"] = (time.perf_counter() - start) * 1000
+            start = time.perf_counter()
+            try:
+                out = kernel(built.model, built.inputs)
+            except torch.OutOfMemoryError:  # maybe another worker's peak: free the cache, try once more
+                torch.cuda.empty_cache()
+                start = time.perf_counter()
+                out = kernel(built.model, built.inputs)
+            cell["ms"] = (time.perf_counter() - start) * 1000
+            start = time.perf_counter()
+            cmp = compare(built.ref, out)
+            cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs)
+            del out
+        except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
+            cell.update(outcome=Outcome.CRASH, note=e.line())
+        except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
+            cell.update(outcome=Outcome.CRASH, note=f"OutOfMemoryError: {str(e)[:200]}")
+            torch.cuda.empty_cache()
+        except Exception as e:  # a CUDA error: the context is gone for good
+            cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}")
+            return start, False
+        return start, True
+
+    def _kernel(self, m: dict[str, Any]) -> Any:
+        """Mutant `m`'s kernel, loaded once per task."""
+        from kbm_toolkit.cuda.kernels import LoadedKernel
+        from kbm_toolkit.cuda.nvrtc import Image
+
+        if m["id"] not in self.kernels:
+            self.kernels[m["id"]] = LoadedKernel(self.substrate, Image(**m["image"]), m["kernel_source"],
+                                                 launcher_source=m.get("launcher_source"))
+        return self.kernels[m["id"]]

@@ -1,0 +1,98 @@
+"""The parent's side of a run's stream: each record the workers send back, handled by its kind
+(`RecordKind`) and committed to the store."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+from kbm_toolkit.analysis.runs import TIME_SPLIT
+from kbm_toolkit.evaluation.options import RunOptions
+from kbm_toolkit.evaluation.stats import RECORD_MS, RunSummary
+from kbm_toolkit.vocabulary import MutantStatus, RecordKind
+
+BATCH_CELLS = 256
+"""Cells committed at once at most; a batch is also committed after a second, or when the stream is quiet."""
+
+
+class Collector:
+    """Takes the records of one run, kind by kind: cells are batched, checks, quarantines and
+    verdicts written at once, and every record's milliseconds charged to its part of the run."""
+
+    def __init__(self, store: Any, run_id: int, summary: RunSummary, options: RunOptions,
+                 hashes: dict[str, str], count: int) -> None:
+        self.store, self.run_id, self.summary, self.options = store, run_id, summary, options
+        self.hashes = hashes
+        """Problem -> its substrate's hash, which its input checks are stored under."""
+        self.count = count
+        """Cells done: stored before the run, or received since."""
+        self.batch: list[dict[str, Any]] = []
+        """Cells received, not committed yet."""
+        self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
+        """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
+        self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
+            RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
+            RecordKind.QUARANTINE: self._quarantine, RecordKind.PROBLEM: self._problem}
+
+    def follow(self, results: queue.Queue, threads: list[threading.Thread], stop: threading.Event,
+               total: int) -> None:
+        """Take `(problem, record)` pairs from `results` until every thread has ended and none is
+        left, committing as it goes; KeyboardInterrupt once `stop` is set."""
+        last_flush = time.monotonic()
+        while any(t.is_alive() for t in threads) or not results.empty():
+            if stop.is_set():
+                raise KeyboardInterrupt
+            try:
+                key, rec = results.get(timeout=0.5)
+            except queue.Empty:
+                key, rec = None, None
+            if rec is not None:
+                self.take(key, rec)
+            if self.batch and (len(self.batch) >= BATCH_CELLS or time.monotonic() - last_flush > 1.0 or rec is None):
+                self.flush()
+                last_flush = time.monotonic()
+            if self.options.on_progress:
+                self.options.on_progress(self.count, total)
+
+    def take(self, key: str, rec: dict[str, Any]) -> None:
+        """Handle one record of problem `key`."""
+        kind = rec["kind"]
+        for name, part in RECORD_MS.get(kind, {}).items():
+            self.seconds[part] += (rec.get(name) or 0.0) / 1000
+        handle = self.handlers.get(kind)
+        if handle is not None:
+            handle(key, rec)
+
+    def flush(self) -> None:
+        """Commit the cells received so far."""
+        self.store.record_cells(self.run_id, self.batch)
+        self.summary.cells += len(self.batch)
+        self.batch.clear()
+
+    def _time(self, key: str, rec: dict[str, Any]) -> None:
+        self.seconds[rec["part"]] += rec["s"]
+
+    def _cell(self, key: str, rec: dict[str, Any]) -> None:
+        self.batch.append(rec)
+        self.count += 1
+
+    def _input(self, key: str, rec: dict[str, Any]) -> None:
+        self.store.record_input_check(self.hashes[key], self.run_id, rec)
+
+    def _quarantine(self, key: str, rec: dict[str, Any]) -> None:
+        self.flush()
+        self.store.set_mutant_status(rec["mutant"], MutantStatus.QUARANTINED, "crashed or hung on the probe input")
+        self.summary.quarantined.append(rec["mutant"])
+
+    def _problem(self, key: str, rec: dict[str, Any]) -> None:
+        options = self.options
+        self.summary.problems[key] = rec["verdict"]
+        if rec["verdict"] == "done" and not options.checks_only:
+            # the share widens only once every cell it needs is stored: an interrupted
+            # run leaves the problem scored on the share it had finished before
+            self.flush()
+            self.store.widen_sample(key, options.sample, full_rows=not options.first_kill)
+        if options.on_problem:
+            options.on_problem(key, rec["verdict"])

@@ -1,0 +1,185 @@
+"""Driving one problem on a GPU worker: the probe phase, then the full input set, task after task
+until every (mutant, input) pair is done, following what the worker streams back record by record.
+
+A crash costs one worker restart and the next task resumes after the culprit; a launch that
+overruns its deadline (derived from the correct kernel's time on that input) is killed and
+recorded as `timeout`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable
+
+from kbm_toolkit.evaluation.first_kill import Settled
+from kbm_toolkit.evaluation.plan import ProblemPlan, StoredProgress
+from kbm_toolkit.evaluation.workers import Reply, Worker
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.vocabulary import STOPPING_OUTCOMES, MutantStatus, RecordKind
+
+PHASE_TIMEOUT_S = 900.0
+"""Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
+
+Emit = Callable[[dict[str, Any]], None]
+"""Where a driver sends each record for the parent to commit."""
+
+
+def mutant_deadline_s(correct_ms: float | None) -> float:
+    """How long one mutant may run on an input: 50x the correct kernel, at least 5 s (+2 s load)."""
+    return max(5.0, 50.0 * (correct_ms or 0.0) / 1000.0) + 2.0
+
+
+def run_problem(worker: Worker, progress: StoredProgress, plan: ProblemPlan, emit: Emit,
+                deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> str:
+    """Probe phase, then the full input set, for one problem; return its verdict."""
+    done, checked = set(progress.done), dict(progress.checked)
+    if not rerun_crashers:  # a crashed mutant stays stopped (see _Driver)
+        done |= {(m, s.id) for m in progress.crashed for s in plan.specs}
+    mutants = [m for m in plan.mutants if m["status"] == MutantStatus.DISTINCT]
+    if plan.probe is not None:
+        probed: list[dict[str, Any]] = []
+
+        def probe_emit(rec: dict[str, Any]) -> None:
+            probed.append(rec)
+            emit(rec)
+
+        verdict = _Driver(worker, plan, [plan.probe], mutants, done, checked, probe_emit, deadline).verdict()
+        if verdict != "done":
+            return verdict
+        crashers = {r["mutant"] for r in probed if r["kind"] == RecordKind.CELL and r["outcome"] in STOPPING_OUTCOMES}
+        # quarantine what a killed run left undone (quarantined mutants are not among `mutants`)
+        crashers |= progress.probe_crashes & {m["id"] for m in mutants}
+        for m in crashers:
+            emit({"kind": RecordKind.QUARANTINE, "mutant": m})
+        mutants = [m for m in mutants if m["id"] not in crashers]
+    return _Driver(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers,
+                   progress.settled).verdict()
+
+
+def _complete(mutants: Iterable[str], specs: list[InputSpec], done: set[tuple[str, str]],
+              checked: dict[str, Any]) -> bool:
+    """Whether every pair of `mutants` (ids) and `specs` is done and every input is checked."""
+    return all(s.id in checked for s in specs) and all((m, s.id) in done for m in mutants for s in specs)
+
+
+class _Driver:
+    """Runs one problem's pairs to completion on `worker`, restarting it as needed, for a verdict.
+
+    A mutant that crashes or hangs on an input is not run on the rest (`rerun_crashers` does):
+    the crash already kills it at every tolerance, and each further crash would cost a restart.
+    With `settled` (`--first-kill`), a pair its rule no longer needs counts as done: the worker
+    skips the same pairs by the same rule. There a crash settles only its own input's protocols,
+    like any detection, so the others still get their cells (at most one restart each).
+    `checked` holds each checked input's correct-kernel margin and time (None: invalid); the
+    worker does not run the correct kernel again on a valid one.
+    """
+
+    def __init__(self, worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
+                 done: set[tuple[str, str]], checked: dict[str, dict[str, Any] | None], emit: Emit,
+                 deadline: Callable[[float | None], float], rerun_crashers: bool = False,
+                 settled: Settled | None = None) -> None:
+        self.worker, self.plan, self.specs, self.mutants = worker, plan, specs, mutants
+        self.done, self.checked, self.emit, self.deadline = done, checked, emit, deadline
+        self.rerun_crashers, self.settled = rerun_crashers, settled
+        self.current: dict[str, Any] = {}
+        """The launch under way (its `start` record, and when it came): a crash or overrun is its."""
+        self.progressed = False
+        """Whether the task under way has checked an input or produced a cell."""
+        # what each record the worker streams means to the parent; True: end the task, the worker is lost
+        self.handlers: dict[str, Callable[[dict[str, Any]], bool | None]] = {
+            RecordKind.INPUT: self._input, RecordKind.REBUILT: self._rebuilt, RecordKind.START: self._start,
+            RecordKind.CELL: self._cell, RecordKind.POISONED: self._poisoned}
+
+    def verdict(self) -> str:
+        """Send tasks until every pair is done: `done`, or `error: ...` when the worker cannot go on."""
+        stuck = 0
+        while True:
+            if _complete([m["id"] for m in self.mutants], self.specs, self.done, self.checked):
+                return "done"
+            self.current, self.progressed = {}, False
+            error = self._follow(self.worker.stream(self._task(), self._timeout))
+            if error:
+                return error
+            stuck = 0 if self.progressed else stuck + 1
+            if stuck >= 2:
+                return "error: the worker fails before any mutant runs (reference or correct kernel)"
+
+    def _task(self) -> dict[str, Any]:
+        """The worker task for the pairs not done yet."""
+        plan, settled, checked = self.plan, self.settled, self.checked
+        return {"problem": plan.problem.record(),
+                "substrate": str(plan.substrate.folder), "original": plan.original,
+                "specs": [s.record() for s in self.specs],
+                "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")}
+                            for m in self.mutants],
+                "done": sorted(self.done), "checked": sorted(checked), "rerun_crashers": self.rerun_crashers,
+                "valid": {i: c["margin"] for i, c in checked.items() if c is not None},
+                "first_kill": settled.rule.record() if settled else None}
+
+    def _timeout(self) -> float:
+        """How long to wait for the worker's next record: a launch's deadline, else a phase's."""
+        if not self.current:
+            return PHASE_TIMEOUT_S
+        return self.deadline((self.checked.get(self.current["input"]) or {}).get("kernel_ms"))
+
+    def _follow(self, replies: Iterable[Reply]) -> str | None:
+        """Handle one task's replies until it ends; its error verdict if the task raised."""
+        for reply in replies:
+            if reply.status == "item":
+                handle = self.handlers.get(reply.value["kind"])
+                if handle is not None and handle(reply.value):
+                    break
+            elif reply.status == "ok":
+                break
+            elif reply.status == "error":
+                return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
+            else:  # crash or timeout of the worker itself
+                if self.current:
+                    self._lost()
+                    self._take({"kind": RecordKind.CELL, "mutant": self.current["mutant"],
+                                "input": self.current["input"], "outcome": reply.status, "note": reply.message})
+                    self.progressed = True
+                break
+        return None
+
+    def _input(self, rec: dict[str, Any]) -> None:
+        self.checked[rec["input"]] = ({"margin": rec["margin"], "kernel_ms": rec.get("kernel_ms")}
+                                      if rec["valid"] else None)
+        if not rec["valid"]:
+            self.done.update((m["id"], rec["input"]) for m in self.mutants)
+        elif self.settled is not None:
+            self.settled.check(rec["input"], rec["margin"])
+        self.emit(rec)
+        self.progressed = True
+
+    def _rebuilt(self, rec: dict[str, Any]) -> None:
+        self.emit(rec)  # a valid input built again: only its time is news
+
+    def _start(self, rec: dict[str, Any]) -> None:
+        self.current = {**rec, "at": time.monotonic()}
+
+    def _cell(self, rec: dict[str, Any]) -> None:
+        if "ms" not in rec and self.current:
+            self._lost()
+        self._take(rec)
+        self.current = {}
+        self.progressed = True
+
+    def _poisoned(self, rec: dict[str, Any]) -> bool:
+        self.worker.retire()  # its CUDA context is gone; a warm spare takes over
+        return True
+
+    def _lost(self) -> None:
+        """The launch in `current` crashed or hung: charge its time until then."""
+        self.emit({"kind": RecordKind.TIME, "part": "crashed", "s": time.monotonic() - self.current["at"]})
+
+    def _take(self, cell: dict[str, Any]) -> None:
+        """A cell is in: its pair is done, and so are those it makes needless; the parent commits it."""
+        m, settled = cell["mutant"], self.settled
+        self.done.add((m, cell["input"]))
+        if settled is not None:
+            settled.cell(m, cell["input"], cell["outcome"], cell.get("margin"))
+            self.done.update((m, s.id) for s in self.specs if not settled.needed(m, s.id))
+        elif cell["outcome"] in STOPPING_OUTCOMES and not self.rerun_crashers:
+            self.done.update((m, s.id) for s in self.specs)
+        self.emit(cell)

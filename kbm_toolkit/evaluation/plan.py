@@ -1,0 +1,147 @@
+"""Planning one problem of a run, on the parent side: what the store already holds of its matrix,
+which mutants still have work, and (in the compile pool) their images compiled for the worker."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
+from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.mutation.rules import load_rules
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.seeds import trial_seeds
+from kbm_toolkit.problems.substrate import Substrate, substrate_for
+from kbm_toolkit.store import in_sample
+from kbm_toolkit.vocabulary import STOPPING_OUTCOMES, MutantStatus
+
+
+@dataclass
+class ProblemPlan:
+    """Everything one worker task needs for a problem, built on the parent side."""
+
+    problem: Problem
+    substrate: Substrate
+    substrate_hash: str
+    original: dict[str, Any]
+    mutants: list[dict[str, Any]]
+    probe: InputSpec | None
+    specs: list[InputSpec]
+
+
+class Job(NamedTuple):
+    """A problem with work left, as the compile pool gets it: `plan_problem`'s first arguments."""
+
+    problem: Problem
+    substrate: Substrate
+    substrate_hash: str
+    mutants: dict[str, dict[str, Any]]
+    """The stored rows of the mutants with work left: only these are compiled."""
+    specs: list[InputSpec]
+
+
+@dataclass
+class StoredProgress:
+    """What the store already holds of one problem's matrix: where `run_problem` resumes from."""
+
+    done: set[tuple[str, str]]
+    """(mutant, input) pairs with nothing to run: a stored cell, an invalid input, or (`--first-kill`)
+    protocols that already detect the mutant."""
+    checked: dict[str, dict[str, Any] | None]
+    """Input id -> the correct kernel's stored margin and time on it (None: the input is invalid)."""
+    settled: Settled | None
+    """With `--first-kill`: which protocols the stored cells show detecting each mutant."""
+    probe_crashes: set[str]
+    """Mutants with a stored crash or timeout on the probe input."""
+    crashed: set[str]
+    """Mutants with a stored crash or timeout on one of the run's inputs."""
+
+
+def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
+    """A tiny input: the smallest shape the substrate declares for its gate, else the official one."""
+    shapes = sorted(substrate.gate_shapes, key=lambda s: sum(v for v in s.values() if isinstance(v, int)))
+    seed = trial_seeds(1)[0]
+    return InputSpec.make(problem.key, seed, shape=shapes[0] if shapes else None, label="probe")
+
+
+def stored_mutants(store: Any, problem: Problem, sample: float | None = None
+                   ) -> tuple[Substrate, str, dict[str, dict[str, Any]]]:
+    """The substrate, its hash, and the stored mutants an evaluation runs (distinct or quarantined),
+    only those in the `sample` share when one is given."""
+    substrate = substrate_for(problem)
+    sh = substrate.content_hash
+    current = [r for r in store.mutants(problem.key) if r["substrate_hash"] == sh]
+    rows = {r["id"]: r for r in current if r["status"] in (MutantStatus.DISTINCT, MutantStatus.QUARANTINED) and in_sample(r["id"], sample)}
+    if not rows and (sample is None or not current):
+        raise KbmError(f"no mutants of {problem.key} at its current source: run `kbm mutate {problem.key}` first")
+    return substrate, sh, rows
+
+
+def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str, dict[str, Any]],
+                 specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None) -> ProblemPlan:
+    """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached)."""
+    original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
+    chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows] if rows else []
+    mutants = []
+    for m in chosen:
+        image = compile_source(m.kernel_source, arch) if m.target == "kernel" else original
+        mutants.append({"id": m.id, "status": rows[m.id]["status"], "image": asdict(image),
+                        "kernel_source": m.kernel_source,
+                        "launcher_source": m.launcher_source if m.target == "launcher" else None})
+    return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
+                       probe_spec(problem, substrate) if probe else None, specs)
+
+
+def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[str, Any]], specs: list[InputSpec],
+                    probe_input: InputSpec | None, first_kill: list[Any] | None = None) -> StoredProgress:
+    """What the store holds of `problem` (substrate hash `sh`) for the mutants in `rows`; with
+    `first_kill` (the run's protocols), also what its stored cells already settle on `specs`."""
+    stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
+    done = set(stored)
+    checks = store.checked_inputs(problem.key, sh)
+    invalid = {i for i, c in checks.items() if not c["valid"]}
+    done |= {(m, i) for m in rows for i in invalid}
+    settled = None
+    if first_kill:  # what stored cells already settle is not asked for again
+        settled = Settled(FirstKill.of(first_kill, problem),
+                          {i: c["margin"] for i, c in checks.items() if c["valid"]})
+        for (m, i), (outcome, margin) in stored.items():
+            settled.cell(m, i, outcome, margin)
+        done |= {(m, s.id) for m in settled.by_mutant for s in specs if not settled.needed(m, s.id)}
+    checked = {i: {"margin": c["margin"], "kernel_ms": c["kernel_ms"]} if c["valid"] else None
+               for i, c in checks.items()}
+    return StoredProgress(done, checked, settled, stopped_on(store, [probe_input] if probe_input else []),
+                          # under --first-kill a stored crash settles its protocols like any detection
+                          set() if settled else stopped_on(store, specs))
+
+
+def mutants_with_work(progress: StoredProgress, rows: dict[str, dict[str, Any]], specs: list[InputSpec],
+                      probe_input: InputSpec | None, rerun_crashers: bool) -> dict[str, dict[str, Any]]:
+    """The distinct mutants of `rows` that `run_problem` has work for: a cell the store lacks,
+    or a crash on the probe still to quarantine. Only these are compiled and sent to a worker.
+
+    A run at a wider share compiled, and sent with each task, every mutant its narrower runs had
+    finished (nine in ten of them at the last tenth); a resumed run, every problem it had finished
+    (its workers then waited on compiles for 57% of their time).
+    """
+    done, left = progress.done, {}
+    for m, row in rows.items():
+        if row["status"] != MutantStatus.DISTINCT:
+            continue  # quarantined on the probe: never run again
+        if probe_input is not None and ((m, probe_input.id) not in done or m in progress.probe_crashes):
+            left[m] = row
+        elif (rerun_crashers or m not in progress.crashed) and any((m, s.id) not in done for s in specs):
+            left[m] = row
+    return left
+
+
+def stopped_on(store: Any, specs: list[InputSpec]) -> set[str]:
+    """Mutants with a stored crash or timeout on one of `specs` (input ids name their problem).
+
+    On this run's inputs: a mutant that crashed only on other inputs runs here, since a protocol
+    made of these inputs has not seen its crash and needs its cells. On the probe: mutants a
+    killed run left unquarantined."""
+    return store.stopped_on([s.id for s in specs], STOPPING_OUTCOMES)
