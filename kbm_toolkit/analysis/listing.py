@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from kbm_toolkit.errors import KbmError, ProblemError
+from kbm_toolkit.errors import OptionError, ProblemError
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.problems.problem_set import ProblemSet, resolve_problem
 from kbm_toolkit.problems.substrate import has_substrate
@@ -42,18 +42,18 @@ def stored_problem(problem_set: ProblemSet, store: Any, ref: str) -> str:
 
 def mutant_listing(store: Any, problem: str | None = None, rule: str | None = None, family: str | None = None,
                    status: str | None = None) -> Iterator[dict[str, Any]]:
-    """The stored mutants matching every filter; an unknown rule, family or status is refused, not an
-    empty list."""
+    """The stored mutants matching every filter; an unknown rule, family or status is refused at once
+    (OptionError, a usage error), not an empty list."""
     if family is not None and family not in FAMILIES:
-        raise KbmError(f"no family {family!r} (families: {', '.join(FAMILIES)})")
+        raise OptionError(f"no family {family!r} (families: {', '.join(FAMILIES)})")
     if rule is not None:
         rules = store.rules()
         if rule not in rules:
-            raise KbmError(f"no rule {rule!r} among the store's {len(rules)} rules (see `kbm rules`)")
+            raise OptionError(f"no rule {rule!r} among the store's {len(rules)} rules (see `kbm rules`)")
     status = LEGACY_STATUS.get(status or "", status)
     if status is not None and status not in MutantStatus.values():
-        raise KbmError(f"no mutant status {status!r} (statuses: {', '.join(MutantStatus.values())})")
-    yield from store.mutants(problem, rule, family, status)
+        raise OptionError(f"no mutant status {status!r} (statuses: {', '.join(MutantStatus.values())})")
+    return store.mutants(problem, rule, family, status)
 
 
 def mutant_record(store: Any, mutant_id: str) -> dict[str, Any]:

@@ -27,6 +27,9 @@ class Overview:
     false_rejections: dict[str, int] = field(default_factory=dict)
     sample: dict[str, Any] | None = None
     """The store's sample (`Store.sample_summary`), None when every mutant is evaluated."""
+    missing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """protocol → what its figures lack: {"checks": problem → input ids never checked, "cells":
+    problem → cells not evaluated}; only the protocols that lack some."""
 
     @property
     def total(self) -> int:
@@ -80,7 +83,9 @@ def overview(store: Any, protocols: list[Protocol]) -> Overview:
     results = [run_protocol(p, matrices) for p in protocols]
     return Overview(protocols, {mx.problem.key: mx for mx in matrices}, witnessed(results),
                     {r.protocol: r.detected for r in results},
-                    {r.protocol: len(r.false_rejections) for r in results}, store.sample_summary())
+                    {r.protocol: len(r.false_rejections) for r in results}, store.sample_summary(),
+                    {r.protocol: {"checks": r.missing_checks, "cells": r.missing_cells}
+                     for r in results if r.missing_checks or r.missing_cells})
 
 
 def mutant_detail(store: Any, mutant_id: str, protocols: list[Protocol]) -> dict[str, Any]:

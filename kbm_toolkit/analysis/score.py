@@ -122,9 +122,27 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
     mine = run_protocol(protocol, matrices, tolerance)
     own = mine if tolerance is None else run_protocol(protocol, matrices)
     wit = witnessed(base + [own])  # the denominator never depends on a --tolerance override
-    by_key = {mx.problem.key: mx for mx in matrices}
     n = sum(len(w) for w in wit.values())
     d = sum(len(mine.detected.get(k, set()) & w) for k, w in wit.items())
+    report: dict[str, Any] = {
+        "protocol": protocol.name, "description": protocol.description, "tolerance": mine.tolerance,
+        "denominator": sorted({p.name for p in denominator} | {protocol.name}),
+        "witnessed": n, "detected": d, "missed": n - d, "detection_pct": 100.0 * d / n if n else None,
+        **_misses(wit, mine, {mx.problem.key: mx for mx in matrices}),
+        "false_rejections": mine.false_rejections, "dropped_inputs": mine.dropped,
+        "missing": {"checks": mine.missing_checks, "cells": mine.missing_cells},
+        "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
+        "excluded": dict(sorted(excluded.items())),
+    }
+    if vs is not None:
+        # survivors the denominator fixes: a protocol outside it cannot add survivors of its own
+        fixed = wit if protocol.name in {p.name for p in denominator} else witnessed(base)
+        report["vs"] = _versus(protocol, vs, matrices, wit, mine, fixed, vs_excluded or {})
+    return report
+
+
+def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Matrix]) -> dict[str, Any]:
+    """Where the protocol's misses live: the band over problems, by family, the worst problems and rules."""
     families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     rules: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     problems = []
@@ -136,11 +154,7 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
                 bucket[0] += 1
                 bucket[1] += m not in found
         problems.append((key, len(w & found), len(w)))
-    report: dict[str, Any] = {
-        "protocol": protocol.name, "description": protocol.description, "tolerance": mine.tolerance,
-        "denominator": sorted({p.name for p in denominator} | {protocol.name}),
-        "witnessed": n, "detected": d, "missed": n - d,
-        "detection_pct": 100.0 * d / n if n else None,
+    return {
         "band90_pct": [100.0 * x for x in bootstrap_band([(dd, nn) for _, dd, nn in problems])],
         "families": {f: {"witnessed": w, "missed": m, "missed_pct": 100.0 * m / w,
                          "rules": len({by_key[k].mutants[m]["rule"] for k, ws in wit.items() for m in ws
@@ -151,28 +165,27 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
                            if nn][:10],
         "worst_rules": [{"rule": r, "witnessed": w, "missed": m, "missed_pct": 100.0 * m / w}
                         for r, (w, m) in sorted(rules.items(), key=lambda kv: (-kv[1][1], kv[0]))][:10],
-        "false_rejections": mine.false_rejections, "dropped_inputs": mine.dropped,
-        "missing": {"checks": mine.missing_checks, "cells": mine.missing_cells},
-        "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
-        "excluded": dict(sorted(excluded.items())),
     }
-    if vs is not None:
-        other = run_protocol(vs, matrices)
-        mixed = run_protocol(vs, matrices, tolerance=vs.tolerance, inputs_of=protocol)
-        def pct(r: ProtocolResult) -> float:
-            return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
-        # the knowledge-ladder figure: how many of the mutants `vs` lets through this protocol kills,
-        # over survivors the denominator fixes (a protocol outside it cannot add survivors of its own)
-        fixed = wit if protocol.name in {p.name for p in denominator} else witnessed(base)
-        survivors = {k: w - other.detected.get(k, set()) for k, w in fixed.items() if k not in (vs_excluded or {})}
-        n_survivors = sum(len(s) for s in survivors.values())
-        killed = sum(len(s & mine.detected.get(k, set())) for k, s in survivors.items())
-        report["vs"] = {"protocol": vs.name, "detection_pct": pct(other),
-                        "gain_points": pct(mine) - pct(other),
-                        "inputs_points": pct(mixed) - pct(other), "tolerance_points": pct(mine) - pct(mixed),
-                        "survivors": n_survivors, "survivors_killed": killed,
-                        "survivors_killed_pct": 100.0 * killed / n_survivors if n_survivors else None}
-    return report
+
+
+def _versus(protocol: Protocol, vs: Protocol, matrices: list[Matrix], wit: dict[str, set[str]], mine: ProtocolResult,
+            fixed: dict[str, set[str]], vs_excluded: dict[str, str]) -> dict[str, Any]:
+    """The gain over `vs` split into inputs and tolerance, and the knowledge-ladder figure: how many
+    of the mutants `vs` lets through (of the `fixed` witnessed ones) this protocol kills."""
+    n = sum(len(w) for w in wit.values())
+    other = run_protocol(vs, matrices)
+    mixed = run_protocol(vs, matrices, tolerance=vs.tolerance, inputs_of=protocol)
+
+    def pct(r: ProtocolResult) -> float:
+        return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
+
+    survivors = {k: w - other.detected.get(k, set()) for k, w in fixed.items() if k not in vs_excluded}
+    n_survivors = sum(len(s) for s in survivors.values())
+    killed = sum(len(s & mine.detected.get(k, set())) for k, s in survivors.items())
+    return {"protocol": vs.name, "detection_pct": pct(other), "gain_points": pct(mine) - pct(other),
+            "inputs_points": pct(mixed) - pct(other), "tolerance_points": pct(mine) - pct(mixed),
+            "survivors": n_survivors, "survivors_killed": killed,
+            "survivors_killed_pct": 100.0 * killed / n_survivors if n_survivors else None}
 
 
 def to_json(report: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 import click
@@ -11,6 +12,9 @@ from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.cli.params import PERCENT, SHARE, TOLERANCE, json_option, out_option, protocol_option
+from kbm_toolkit.outputs import output_folder
+from kbm_toolkit.store import Store
+from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 
 
 @command()
@@ -47,11 +51,10 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
                            sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True))
     report["provenance"] = provenance(store)
-    report["fill_command"] = _fill_command(obj, report, adapter)
     if as_json:
         click.echo(to_json(report))
     else:
-        print_audit(report, report["provenance"])
+        print_audit(report, report["provenance"], _fill_command(obj, store, report, adapter))
     detection = report["detection_pct"]
     if fail_under is not None and (detection or 0.0) < fail_under:
         click.echo(f"--fail-under {fail_under:g}: {protocol.name} detects "
@@ -60,16 +63,21 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
         sys.exit(ExitCode.BELOW_THRESHOLD)
 
 
-def _fill_command(obj: Context, report: dict, adapter: str) -> str | None:
+def _fill_command(obj: Context, store: Store, report: dict, adapter: str) -> str | None:
     """The `kbm run` that fills the cells the audit lacks, as it must be typed to run: the protocol as
-    it was given (its path, when it is not installed) and the store."""
+    it was given (its path, when it is not installed) and the store; a shipped store, read-only, is
+    first copied into yours. Past 8 problems it names none: `kbm run` skips the cells it has."""
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if not missing:
         return None
     sample = report.get("sample")
-    store = f"--store {obj.store_path} " if obj.store_path else ""
-    return (f"kbm {store}run --inputs {adapter}" + (f" --sample {sample['share']:g}" if sample else "")
-            + f" {' '.join(missing[:8])}" + (" ..." if len(missing) > 8 else ""))
+    run = (f"run --inputs {shlex.quote(adapter)}" + (f" --sample {sample['share']:g}" if sample else "")
+           + ("".join(f" {shlex.quote(k)}" for k in missing) if len(missing) <= 8 else ""))  # else all: run resumes
+    kernelbench = f"--kernelbench {shlex.quote(str(obj.kernelbench))} " if obj.kernelbench else ""
+    if store.readonly:  # a shipped store: the cells go into yours, which needs the pool's mutants first
+        return f"kbm merge @{shipped_name(obj.store_path) or DEFAULT_SHIPPED} && kbm {kernelbench}{run}"
+    mine = f"--store {shlex.quote(str(obj.store_path))} " if obj.store_path else ""
+    return f"kbm {mine}{kernelbench}{run}"
 
 
 @command()
@@ -92,14 +100,13 @@ def suite(obj: Context, budget: int, tolerance: float, baseline: str, out: str |
 
     Example: kbm suite --budget 2 --out ./my_suite
     """
-    from pathlib import Path
-
     from kbm_toolkit.analysis.suite import suite_curve, write_suite
     from kbm_toolkit.report.suites import print_curve
 
     store = obj.read_store()
+    folder = output_folder(out) if out else None  # a folder it cannot write is one line before any work
     curve = suite_curve(store, budget, tolerance, obj.protocol(baseline, store), splits)
-    written = write_suite(curve, store, Path(out), budget, tolerance) if out else None
+    written = write_suite(curve, store, folder, budget, tolerance) if folder else None
     if as_json:
         click.echo(json.dumps({"tolerance": tolerance, "baseline": baseline, **curve.summary(),
                                "written": str(written) if written else None}, indent=1))
@@ -130,15 +137,14 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
 
     Example: kbm targets --level demo --out ./targets
     """
-    from pathlib import Path
-
     from kbm_toolkit.evaluation.device import describe_device
     from kbm_toolkit.evaluation.target_checks import make_targets
 
     selected = obj.substrate_problems(problems, level)
+    folder = output_folder(out)  # a folder it cannot write is one line before any GPU work
     env = describe_device()
     store = obj.sometimes_writing_store(bool(env.get("cuda")))  # without a GPU it only reads the stored checks
-    run = make_targets(store, selected, Path(out), env, tolerance, seeds, on_step=lambda line: click.echo(line, err=True))
+    run = make_targets(store, selected, folder, env, tolerance, seeds, on_step=lambda line: click.echo(line, err=True))
     for key, limits in run.ceilings.items():
         words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())
         click.echo(f"{key}: {run.generated[key]} targeted inputs; ceiling {words}")

@@ -11,7 +11,7 @@ from kbm_toolkit.paths import default_store_path
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+from kbm_toolkit.protocols.registry import all_protocols, load_protocol, refused_adapters
 from kbm_toolkit.store import Store, store_to_read
 from kbm_toolkit.store.shipped import shipped_name
 
@@ -71,6 +71,9 @@ class Context:
         known = set(self.problems().problems())
         if store is not None:
             known |= set(store.problem_rows())
+        refused = refused_adapters().get(ref)
+        if refused:  # the built-in one is used, and the plug-in's author or user hears why
+            click.echo(f"Warning: {refused}", err=True)
         return load_protocol(ref, known)
 
     def protocols(self, refs: Iterable[str], store: Store | None = None) -> list[Protocol]:

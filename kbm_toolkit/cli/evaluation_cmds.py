@@ -112,8 +112,9 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
         click.echo(f"{protocol.name} at {protocol.tolerance:g}, references in fp32 against fp64 on the "
                    f"{result.device.upper()}:")
         for r in result.rows:
-            click.echo(f"{r.verdict:<5} {r.problem:<48} {r.inputs} inputs, fp64 margin {r.worst_fp64_margin:.1e}, "
-                       f"max |ref| {r.largest_ref:.1e}" + (f": {r.raised or r.flag}" if r.verdict != "ok" else ""))
+            click.echo(f"{r.verdict:<5} {r.problem:<48} " + (r.raised if r.verdict == "error" else
+                       f"{r.inputs} inputs, fp64 margin {r.worst_fp64_margin:.1e}, max |ref| {r.largest_ref:.1e}"
+                       + (f": {r.flag}" if r.verdict == "flag" else "")))
         flagged = sum(r.verdict == "flag" for r in result.rows)
         click.echo(f"{flagged} of {len(result.rows)} problems cannot be refereed by {protocol.name}; "
                    "kbm audit leaves them out.")

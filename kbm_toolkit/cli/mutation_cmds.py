@@ -68,13 +68,16 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
                                   require_gate=not ungated, progress=progress)
     print_summary(summary)
     if not summary.problems:
+        key, why = next(iter(summary.skipped.items()), ("", "nothing selected"))
+        click.echo(f"Error: nothing to mutate: none of the {len(selected)} selected substrates could be mutated "
+                   f"({key}: {why})", err=True)
         sys.exit(ExitCode.BAD_INPUT)
 
 
 @command("mutants")
 @click.option("--problem", help="Only this problem (key or unambiguous name).")
 @click.option("--rule", help="Only this rule (kbm rules).")
-@click.option("--family", help=f"Only this family: {', '.join(FAMILIES)}.")
+@click.option("--family", type=click.Choice(FAMILIES), help="Only this family.")
 @click.option("--status", type=click.Choice([*MutantStatus.values(), "crash_probe"]), metavar="STATUS",
               help=f"Only mutants in this status: {', '.join(MutantStatus.values())}.")
 @json_option

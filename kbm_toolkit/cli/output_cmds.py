@@ -90,16 +90,17 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None
 
     Example: kbm tui ~/.local/share/kbm/kbm.db
     """
+    if store_path:
+        obj.use_store(store_path)
+    store = obj.read_store()  # a store that is not there is one line, terminal or not
+    protocols = obj.protocols(adapters, store)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         click.echo("Error: kbm tui needs a terminal (its input or output is not one); "
                    "kbm audit and kbm report print the same figures", err=True)
         sys.exit(ExitCode.USAGE)
     from kbm_toolkit.tui.app import KbmApp
 
-    if store_path:
-        obj.use_store(store_path)
-    store = obj.read_store()
-    KbmApp(store.path, obj.protocols(adapters, store)).run()
+    KbmApp(store.path, protocols).run()
 
 
 @command("adapters")
@@ -110,8 +111,10 @@ def adapters_cmd(obj: Context, as_json: bool) -> None:
 
     Example: kbm adapters
     """
-    from kbm_toolkit.protocols.registry import installed
+    from kbm_toolkit.protocols.registry import installed, refused_adapters
 
+    for line in refused_adapters().values():
+        click.echo(f"Warning: {line}", err=True)
     rows = installed()
     if as_json:
         click.echo(json.dumps([{"adapter": a, "name": p.name, "tolerance": p.tolerance, "description": p.description,

@@ -114,7 +114,7 @@ def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str |
     if resume:
         click.echo(f"--resume: {run.resumed} substrates already gated at this source", err=True)
     if as_json:
-        click.echo(json.dumps({"device": run.env, "compiled": [{"problem": c.problem.key, "error": c.error,
+        click.echo(json.dumps({"device": run.env, "compiled": [{"problem": c.problem.key, "error": c.error or None,
                                                                  "image": c.image.image_hash if c.image else None}
                                                                 for c in run.compiled],
                                "results": [asdict(r) for r in run.results],

@@ -34,6 +34,7 @@ tolerance = 1e-4
 from __future__ import annotations
 
 import importlib.util
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -210,8 +211,6 @@ def _load_hook(path: Path, function: str, toml: Path, name: str) -> Callable[...
 def protocol_toml(name: str, description: str, tolerance: float, specs: dict[str, list[InputSpec]],
                   drop_nonfinite_reference: bool = False, comment: str = "") -> str:
     """A protocol.toml that lists `specs` per problem: the inverse of loading one."""
-    import json
-
     def value(v: Any) -> str:
         if isinstance(v, dict):
             return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"

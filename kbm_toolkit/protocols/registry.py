@@ -25,28 +25,35 @@ kbm runs from a source tree that was never installed (as on a GPU box with no pa
 _BUILT_IN_TARGET = "kbm_toolkit.protocols.builtin:{name}"
 
 
-def _entry_points() -> dict[str, EntryPoint]:
+def _entry_points() -> tuple[dict[str, EntryPoint], list[EntryPoint]]:
+    """The adapters by name, and the plug-ins refused because they are named like a built-in one
+    (the built-in one stays: a plug-in may not silently replace kbm's own check)."""
     found = {name: EntryPoint(name, _BUILT_IN_TARGET.format(name=name), GROUP) for name in BUILT_IN}
+    refused = []
     for ep in entry_points(group=GROUP):
         if ep.name in BUILT_IN and ep.value != found[ep.name].value:
-            # a plug-in named like a built-in adapter: the built-in one stays, the plug-in is refused by name
-            found[f"{ep.name} ({ep.value})"] = ep
+            refused.append(ep)
             continue
         found[ep.name] = ep
-    return found
+    return found, refused
 
 
 def adapter_names() -> list[str]:
     """Names of the installed adapters, without importing any."""
-    return sorted(_entry_points())
+    return sorted(_entry_points()[0])
+
+
+def refused_adapters() -> dict[str, str]:
+    """Plug-ins refused for their name (named like a built-in adapter): name → the line saying so;
+    imports none."""
+    return {ep.name: f"adapter {ep.name!r} ({ep.value}) is named like kbm's built-in {ep.name!r}, which it would "
+                     "replace: it is not loaded (kbm's own is used); rename its entry point"
+            for ep in _entry_points()[1]}
 
 
 def adapter_protocols(name: str) -> list[Protocol]:
     """The protocols (base and variants) of installed adapter `name`."""
-    ep = _entry_points()[name]
-    if ep.name != name:
-        raise KbmError(f"adapter {ep.name!r} ({ep.value}) is named like kbm's built-in {ep.name!r}, which it "
-                       "would replace; rename its entry point")
+    ep = _entry_points()[0][name]
     try:
         target = ep.load()()
     except Exception as e:  # a third-party plug-in that breaks on import
@@ -56,12 +63,12 @@ def adapter_protocols(name: str) -> list[Protocol]:
 
 def all_protocols() -> list[Protocol]:
     """Every protocol of every installed adapter."""
-    return [p for name in adapter_names() if " (" not in name for p in adapter_protocols(name)]
+    return [p for name in adapter_names() for p in adapter_protocols(name)]
 
 
 def installed() -> list[tuple[str, Protocol]]:
     """(adapter, protocol) for every installed protocol, in adapter order (`kbm adapters`)."""
-    return [(name, p) for name in adapter_names() if " (" not in name for p in adapter_protocols(name)]
+    return [(name, p) for name in adapter_names() for p in adapter_protocols(name)]
 
 
 def load_protocol(ref: str, known_problems: Iterable[str] | None = None) -> Protocol:

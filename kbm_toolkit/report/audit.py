@@ -37,17 +37,23 @@ def sample_words(sample: dict[str, Any]) -> str:
 
 def incomplete_words(report: dict[str, Any]) -> str:
     """"" when the protocol's score is over all of its cells; else how much of it is missing, in words
-    that belong beside the score."""
-    checks, cells = report["missing"]["checks"], report["missing"]["cells"]
+    that belong beside the score ("incomplete: 3,797 of its inputs never checked on 194 problems")."""
+    words = missing_words(report["missing"]["checks"], report["missing"]["cells"])
+    return f"incomplete: {words}" if words else ""
+
+
+def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:
+    """What a protocol's score lacks (`ProtocolResult.missing_checks`, `.missing_cells`) in words:
+    "3,797 of its inputs never checked on 194 problems"; "" when it lacks nothing."""
     inputs, missing = sum(map(len, checks.values())), sum(cells.values())
     if not inputs and not missing:
         return ""
     parts = ([f"{inputs:,} of its inputs never checked"] if inputs else []) + ([f"{missing:,} cells missing"] if missing else [])
-    return "incomplete: " + " and ".join(parts) + f" on {len(set(checks) | set(cells))} problems"
+    return " and ".join(parts) + f" on {len(set(checks) | set(cells))} problems"
 
 
-def print_audit(report: dict[str, Any], first_line: str) -> None:
-    """The audit report on the terminal."""
+def print_audit(report: dict[str, Any], first_line: str, fill_command: str | None = None) -> None:
+    """The audit report on the terminal; `fill_command`, the `kbm run` that fills what it lacks."""
     console = terminal.console(width=100)
     console.print(first_line)
     console.print(f"[bold]{report['protocol']}[/bold]: {report['description']} "
@@ -107,4 +113,6 @@ def print_audit(report: dict[str, Any], first_line: str) -> None:
         problems = sorted(set(checks) | set(cells))
         console.print(f"[yellow]Not yet evaluated:[/yellow] {sum(map(len, checks.values()))} inputs and "
                       f"{sum(cells.values())} cells on {len(problems)} problems."
-                      + (f" Fill them on a GPU with:\n  {report['fill_command']}" if report.get("fill_command") else ""))
+                      + (" Fill them on a GPU with:" if fill_command else ""))
+        if fill_command:  # one line, as typed: never wrapped, no markup read into a path
+            console.print(f"  {fill_command}", soft_wrap=True, markup=False, highlight=False)

@@ -12,6 +12,7 @@ from typing import Any
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.report.audit import incomplete_words, missing_words
 from kbm_toolkit.report.tables import html as table_html
 from kbm_toolkit.report.tables import table1, table2
 from kbm_toolkit.vocabulary import FAMILIES
@@ -66,7 +67,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     width = 0.8 / max(len(audits), 1)
     for k, (name, a) in enumerate(audits.items()):
         ax.bar([i + k * width for i in range(len(families))],
-               [a["families"].get(f, {}).get("missed_pct", 0.0) for f in families], width, label=name)
+               [a["families"].get(f, {}).get("missed_pct", 0.0) for f in families], width, label=_label(a))
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(families))], families, rotation=20)
     ax.set_ylabel("witnessed mutants missed (%)")
     ax.legend()
@@ -78,7 +79,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     wit = witnessed(results)
     for r in results:
         rates = sorted((100.0 * len(w - r.detected.get(k, set())) / len(w) for k, w in wit.items() if w), reverse=True)
-        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=r.protocol)
+        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=_label(audits[r.protocol]))
     ax.set_xlabel("problems, sorted")
     ax.set_ylabel("missed (%)")
     ax.legend()
@@ -120,6 +121,11 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     return page
 
 
+def _label(audit: dict[str, Any]) -> str:
+    """A protocol as a legend names it: `fuzz-shapes (incomplete)` when its figures lack cells."""
+    return audit["protocol"] + (" (incomplete)" if incomplete_words(audit) else "")
+
+
 def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str, list[str]]]) -> str:
     e = html.escape
     parts = ["<!doctype html><meta charset='utf-8'><title>kbm report</title>",
@@ -128,6 +134,12 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
              "<h1>kbm report</h1>"]
     first = next(iter(audits.values()), {})
     parts.append(f"<p>{e(first.get('provenance', ''))}</p>")
+    for name, a in audits.items():  # beside every figure and table that shows it, it reads "(incomplete)"
+        if incomplete_words(a):
+            parts.append(f"<p class='incomplete'><b>{e(name)} (incomplete)</b>: "
+                         f"{e(missing_words(a['missing']['checks'], a['missing']['cells']))}; its "
+                         f"figures count only the cells it has (<code>kbm audit -a {e(name)}</code> prints the "
+                         "<code>kbm run</code> that fills them).</p>")
     parts.append("<h2>Mutants by family and screening stage</h2><table><tr><th>family</th><th>generated</th>"
                  + "".join(f"<th>{e(s.replace('_', ' '))}</th>" for s in STAGES) + "</tr>")
     for family, counts in pipeline_table(store):

@@ -3,6 +3,7 @@ computed from the store: Markdown for `kbm report --tables`, HTML for `kbm repor
 
 from __future__ import annotations
 
+import html as escape
 from typing import Any
 
 from kbm_toolkit.analysis.matrix import load_matrices
@@ -66,8 +67,6 @@ def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
 
 def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
     """A table as HTML."""
-    import html as escape
-
     header, rows = table
     cells = ["<tr>" + "".join(f"<th>{escape.escape(h)}</th>" for h in header) + "</tr>"]
     cells += ["<tr>" + "".join(f"<td>{escape.escape(v)}</td>" for v in r) + "</tr>" for r in rows]

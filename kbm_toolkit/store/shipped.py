@@ -106,3 +106,10 @@ def open_source(ref: str | Path) -> Store:
     """A store to copy rows from (`kbm merge`), read-only: `@NAME` for a shipped one, else a path."""
     name = shipped_name(ref)
     return open_shipped(name) if name is not None else Store(ref, readonly=True)
+
+
+def open_store(ref: str | Path | None = None, holding: str = "cells") -> Store:
+    """The store a reading command reads, in one call: `@NAME` (a shipped one), a path (which must
+    hold a store), or with nothing given your store (KBM_STORE, else the XDG path), unless it has no
+    rows in `holding` and the shipped pool stands in for it (`store_to_read`)."""
+    return store_to_read(ref, paths.default_store_path(), holding)

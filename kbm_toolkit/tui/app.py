@@ -19,8 +19,14 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kbm_toolkit.analysis.overview import Overview, mutant_detail, overview
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.report.audit import sample_words
+from kbm_toolkit.report.audit import missing_words, sample_words
 from kbm_toolkit.store import Store
+
+
+def _incomplete(data: Overview, protocol: str) -> str:
+    """"incomplete: ... never checked ..." for a protocol whose figures lack cells, else ""."""
+    missing = data.missing.get(protocol)
+    return f"incomplete: {missing_words(missing['checks'], missing['cells'])}" if missing else ""
 
 
 def _pct(x: float | None) -> Text:
@@ -65,10 +71,13 @@ class OverviewScreen(DataScreen):
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
             + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items())
             + (f". Mutants: {sample_words(data.sample)} ({data.sample['mutants']:,} of "
-               f"{data.sample['distinct']:,} distinct)" if data.sample else ""))
+               f"{data.sample['distinct']:,} distinct)" if data.sample else "")
+            + "".join(f". {p} {_incomplete(data, p)} (kbm audit -a {p} prints the kbm run that fills them)"
+                      for p in data.missing))
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_columns("family", "witnessed", *[f"{p.name} missed" for p in data.protocols])
+        table.add_columns("family", "witnessed", *[f"{p.name} missed" + (" (incomplete)" if p.name in data.missing
+                                                                         else "") for p in data.protocols])
         table.add_rows([(f, f"{n:,}", *map(_pct, missed)) for f, n, missed in data.family_table()])
 
 
@@ -112,6 +121,7 @@ class ProblemsScreen(DataScreen):
         rows = [r for r in data.problems(protocol, self.level, self.family) if self.text in r[0]]
         self.query_one("#summary", Static).update(
             f"{protocol}: {len(rows)} problems, highest miss rate first"
+            + (f" ({_incomplete(data, protocol)})" if protocol in data.missing else "")
             + "".join(f"; {k} {v}" for k, v in (("level", self.level), ("family", self.family)) if v))
         table = self.query_one(DataTable)
         table.clear(columns=True)

@@ -1,0 +1,482 @@
+"""Every edge of the `kbm` command line: each test pins one behaviour the CLI had wrong at ead0a5d.
+
+Messages are asserted by their key words and the exit code (`kbm_toolkit/cli/exit_codes.py`).
+`kbm tui` runs in a subprocess with a timeout, so that a TUI which never exits fails the test
+instead of hanging the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kbm_toolkit.cli import cli
+from kbm_toolkit.cli.exit_codes import ExitCode
+from kbm_toolkit.store import shipped_store_path
+
+from support import KB, KBV, build, seed
+
+RAISING_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        import kbm_edge_no_such_module  # noqa: F401  (as Mamba2ReturnY without einops)
+        return x
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+FRESH_INPUT = '''
+[protocol]
+name = "{name}"
+description = "one input no run has met"
+tolerance = 0.01
+{extra}
+[[inputs]]
+problem = "{problem}"
+seed = 424242
+base = "normal"
+params = [0.0, 1.0]
+label = "fresh draw"
+'''
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def kernelbench(tmp_path: Path) -> Path:
+    """A folder laid out as a KernelBench checkout with one problem, whose reference raises."""
+    root = tmp_path / "kb"
+    (root / "KernelBench" / "level1").mkdir(parents=True)
+    (root / "KernelBench" / "level1" / "1_Raises.py").write_text(RAISING_PROBLEM)
+    return root
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """A writable copy of the shipped @demo store."""
+    path = tmp_path / "demo.db"
+    shutil.copy(shipped_store_path("demo"), path)
+    path.chmod(0o644)
+    return path
+
+
+def protocol_folder(where: Path, name: str = "suite-2", problem: str = "demo/1_LeakyReLU", extra: str = "") -> Path:
+    """An adapter folder with one input that no store has cells for."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "protocol.toml").write_text(FRESH_INPUT.format(name=name, problem=problem, extra=extra))
+    return where
+
+
+def error_line(result: Result) -> str:
+    """The last line on stderr: `Error: ...` (Click's usage errors print the usage above it)."""
+    lines = result.stderr.strip().splitlines()
+    assert lines, result.output
+    return lines[-1]
+
+
+def only_line(result: Result) -> str:
+    """The one line on stderr."""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def kbm_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`kbm ARGS` in its own process, with no terminal on either side (stdin /dev/null, stdout a pipe)."""
+    return subprocess.run([sys.executable, "-m", "kbm_toolkit", *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# 1. Output folders: a missing one is made; one that cannot be written is one line and CANNOT_WRITE.
+
+def test_export_out_makes_a_missing_folder(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "new" / "deeper" / "report.json"
+    result = runner.invoke(cli, ["--store", "@demo", "export", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out}: " in result.stdout
+    assert json.loads(out.read_text())["schemaVersion"] == "2"
+
+
+def test_export_out_under_a_file_is_one_line_and_cannot_write(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way")
+    result = runner.invoke(cli, ["--store", "@demo", "export", "--out", str(tmp_path / "afile" / "report.json")])
+    assert result.exit_code == ExitCode.CANNOT_WRITE == 8, result.output
+    assert only_line(result) == f"Error: {tmp_path / 'afile'}: is a file, not a folder to write into"
+
+
+def test_suite_out_makes_a_missing_folder(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "new" / "suite-1"
+    result = runner.invoke(cli, ["--store", "@demo", "suite", "--budget", "1", "--splits", "0", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out / 'protocol.toml'}: audit it with kbm audit --adapter {out}" in result.stdout
+    assert 'name = "suite-1"' in (out / "protocol.toml").read_text()
+
+
+def test_suite_emit_the_old_spelling_under_a_file_is_one_line_and_cannot_write(runner: CliRunner,
+                                                                                tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way")
+    result = runner.invoke(cli, ["--store", "@demo", "suite", "--splits", "0", "--emit", str(tmp_path / "afile" / "s")])
+    assert result.exit_code == ExitCode.CANNOT_WRITE, result.output
+    assert only_line(result) == f"Error: {tmp_path / 'afile' / 's'}: cannot make this folder: Not a directory"
+
+
+def test_targets_emit_under_a_file_is_one_line_and_cannot_write(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way")
+    result = runner.invoke(cli, ["--store", "@demo", "targets", "demo/1", "--emit", str(tmp_path / "afile" / "t")])
+    assert result.exit_code == ExitCode.CANNOT_WRITE, result.output
+    assert only_line(result) == f"Error: {tmp_path / 'afile' / 't'}: cannot make this folder: Not a directory"
+
+
+def test_report_out_under_a_file_is_one_line_and_cannot_write(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way")
+    result = runner.invoke(cli, ["--store", "@demo", "report", "-a", "kbv", "--out", str(tmp_path / "afile" / "r")])
+    assert result.exit_code == ExitCode.CANNOT_WRITE, result.output
+    assert only_line(result) == f"Error: {tmp_path / 'afile' / 'r'}: cannot make this folder: Not a directory"
+
+
+@pytest.mark.parametrize("command", ["suite", "targets"])
+def test_out_is_the_documented_spelling_and_emit_is_hidden(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "--out DIR" in result.stdout
+    assert "--emit" not in result.stdout
+
+
+# 2. Ranges: --tolerance and --fail-under outside theirs are refused; a --fail-under that trips says why.
+
+def test_a_negative_tolerance_is_refused_not_an_audit_of_nothing(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", "kbv", "--tolerance", "-1"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert error_line(result) == "Error: Invalid value for '--tolerance': -1.0 is not in the range 0.0<x<=1.0."
+
+
+@pytest.mark.parametrize("command", [
+    ["suite", "--splits", "0"],
+    ["targets", "demo/1", "--emit", "OUT"],
+    ["gate", "demo/1", "--compile-only"],
+])
+def test_a_zero_tolerance_is_refused_by_every_command_that_takes_one(runner: CliRunner, tmp_path: Path,
+                                                                    command: list[str]) -> None:
+    command = [str(tmp_path / "out") if word == "OUT" else word for word in command]
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), *command, "--tolerance", "0"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert error_line(result) == "Error: Invalid value for '--tolerance': 0.0 is not in the range 0.0<x<=1.0."
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_fail_under_above_a_hundred_percent_is_refused(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", "kbv", "--fail-under", "101"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert error_line(result) == "Error: Invalid value for '--fail-under': 101.0 is not in the range 0.0<=x<=100.0."
+
+
+def test_a_fail_under_that_trips_says_why_in_one_line(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", "kbv", "--json", "--fail-under", "99"])
+    assert result.exit_code == ExitCode.BELOW_THRESHOLD == 7, result.output
+    detection = json.loads(result.stdout)["detection_pct"]
+    assert only_line(result) == (f"--fail-under 99: kbv detects {detection:.1f}% of "
+                                 f"{json.loads(result.stdout)['witnessed']:,} witnessed mutants, below 99%")
+
+
+# 3. A reading command given a store that is not there: one line, and nothing made.
+
+@pytest.mark.parametrize("command", [
+    ["audit", "-a", "kbv"], ["suite"], ["report", "--tables"], ["report", "--out", "OUT"], ["export"],
+    ["mutants"], ["show", "3f2a9c1b"], ["problems"], ["runs"],
+])
+def test_a_reading_command_on_a_missing_store_is_one_line_and_makes_nothing(runner: CliRunner, tmp_path: Path,
+                                                                           command: list[str]) -> None:
+    store = tmp_path / "nonexistent" / "dir" / "x.db"
+    command = [str(tmp_path / "out") if word == "OUT" else word for word in command]
+    result = runner.invoke(cli, ["--store", str(store), *command])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert only_line(result).startswith(f"Error: {store}: no kbm store here")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# 4. The global options after the subcommand.
+
+def test_store_given_after_the_command_is_the_one_read(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["audit", "-a", "kbv", "--json", "--store", "@demo"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"store \S+/demo-[0-9a-f]{16}-m\d+\.db", json.loads(result.stdout)["provenance"])
+
+
+def test_kernelbench_given_after_the_command_is_the_one_loaded(runner: CliRunner, kernelbench: Path) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "problems", "--level", "level1", "--kernelbench", str(kernelbench)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].split() == ["level1/1_Raises", "no", "substrate"]  # then the store's
+
+
+# 5. kbm tui exits with one line where it cannot run (it used to spin at 99% CPU forever).
+
+def test_tui_without_a_terminal_exits_with_one_line() -> None:
+    done = kbm_process("--store", "@demo", "tui")
+    assert done.returncode == ExitCode.USAGE, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: kbm tui needs a terminal (its input or output is not one); "
+        "kbm audit and kbm report print the same figures"]
+
+
+def test_tui_on_a_missing_store_exits_with_one_line_and_makes_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "nonexistent" / "x.db"
+    done = kbm_process("--store", str(store), "tui")
+    assert done.returncode == ExitCode.BAD_INPUT, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"Error: {store}: no kbm store here")
+    assert not (tmp_path / "nonexistent").exists()
+
+
+# 6. The fill command the audit prints runs as printed.
+
+def _fill_command(runner: CliRunner, store: Path, adapter: Path) -> str:
+    result = runner.invoke(cli, ["--store", str(store), "audit", "-a", str(adapter), "--no-run"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.endswith("Fill them on a GPU with:"))
+    return lines[at + 1].strip()
+
+
+def test_the_fill_command_keeps_the_adapter_folder_and_the_store(runner: CliRunner, tmp_path: Path,
+                                                                  demo_copy: Path) -> None:
+    folder = protocol_folder(tmp_path / "my suites" / "suite-2")
+    assert _fill_command(runner, demo_copy, folder) == (
+        f"kbm --store {demo_copy} run --inputs {shlex.quote(str(folder))} demo/1_LeakyReLU")
+
+
+def test_the_fill_command_runs_as_printed(runner: CliRunner, tmp_path: Path, demo_copy: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.evaluation.device as device
+
+    folder = protocol_folder(tmp_path / "suite-2")
+    words = shlex.split(_fill_command(runner, demo_copy, folder))
+    assert words[0] == "kbm"
+    # no GPU here: it gets as far as a run can without one, past reading its inputs and choosing its problems
+    monkeypatch.setattr(device, "describe_device", lambda: {"cuda": False})
+    result = runner.invoke(cli, words[1:])
+    assert result.exit_code == ExitCode.NO_DEVICE, result.output
+    assert only_line(result) == ("Error: kbm run evaluates mutants on a GPU and none is visible; "
+                                 "reports (kbm audit) work from the store without one")
+
+
+# 7. A protocol may name only problems kbm knows, and may not take a built-in one's place.
+
+@pytest.mark.parametrize("extra, problem, words", [
+    ('exclude = ["level9/1"]', "demo/1_LeakyReLU", "exclude names 'level9/1'"),  # an exclude of nothing
+    ("", "demo/99_Nothing", "inputs #1 names 'demo/99_Nothing'"),                   # inputs for no problem
+])
+def test_a_protocol_naming_an_unknown_problem_is_refused(runner: CliRunner, tmp_path: Path, extra: str,
+                                                         problem: str, words: str) -> None:
+    folder = protocol_folder(tmp_path / "p", name="mine", problem=problem, extra=extra)
+    result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", str(folder)])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert only_line(result) == (f"Error: {folder / 'protocol.toml'}: mine: {words}, which is no problem here or "
+                                 "in the store")
+
+
+def test_a_protocol_file_named_like_a_built_in_one_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    folder = protocol_folder(tmp_path / "p", name="kbv")
+    result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", "kernelbench", "--denominator", str(folder)])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    line = only_line(result)
+    assert line.startswith(f"Error: {folder / 'protocol.toml'}: protocol 'kbv' is named like the installed one (")
+    assert line.endswith("); give it a name of its own")
+
+
+@pytest.fixture
+def plugin_named_kbv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A third-party adapter registered under the built-in name `kbv` (its module is not even there)."""
+    from importlib.metadata import EntryPoint
+
+    import kbm_toolkit.protocols.registry as registry
+
+    plugin = EntryPoint("kbv", "kbm_edge_no_such_plugin:kbv", "kbm.adapters")
+    monkeypatch.setattr(registry, "entry_points", lambda group: [plugin])
+
+
+PLUGIN_REFUSED = ("Warning: adapter 'kbv' (kbm_edge_no_such_plugin:kbv) is named like kbm's built-in 'kbv', which "
+                  "it would replace: it is not loaded (kbm's own is used); rename its entry point")
+
+
+@pytest.mark.usefixtures("plugin_named_kbv")
+def test_a_plugin_named_like_a_built_in_does_not_replace_it(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "audit", "-a", "kbv", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["description"] == KBV.description
+    assert only_line(result) == PLUGIN_REFUSED
+
+
+@pytest.mark.usefixtures("plugin_named_kbv")
+def test_kbm_adapters_names_the_plugin_refused_for_its_name(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["adapters"])
+    assert result.exit_code == 0, result.output
+    assert only_line(result) == PLUGIN_REFUSED
+    assert [line.split()[:2] for line in result.stdout.splitlines() if line.startswith("kbv ")] == [["kbv", "kbv"]]
+
+
+# 8. Mutants: nothing to mutate is an error; filters refuse names they do not know, and take every stored status.
+
+def test_mutate_with_nothing_to_mutate_exits_bad_input(runner: CliRunner, tmp_path: Path, kernelbench: Path) -> None:
+    result = runner.invoke(cli, ["--kernelbench", str(kernelbench), "--store", str(tmp_path / "s.db"),
+                                 "mutate", "level1/1"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert only_line(result) == ("Error: nothing to mutate: none of the 1 selected substrates could be mutated "
+                                 "(level1/1_Raises: no substrate)")
+
+
+def test_mutants_refuses_an_unknown_rule(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "mutants", "--rule", "no-such-rule"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert re.fullmatch(r"Error: no rule 'no-such-rule' among the store's \d+ rules \(see `kbm rules`\)",
+                        only_line(result))
+    assert "mutants" not in result.stdout  # not "0 mutants"
+
+
+def test_mutants_refuses_an_unknown_family_as_rules_does(runner: CliRunner) -> None:
+    for command in (["mutants"], ["rules"]):
+        result = runner.invoke(cli, ["--store", "@demo", *command, "--family", "no-such-family"])
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert error_line(result).startswith("Error: Invalid value for '--family': 'no-such-family' is not one of "
+                                             "'arithmetic', 'indexing', 'semantic', 'boundary', ")
+
+
+@pytest.mark.parametrize("word", ["quarantined", "crash_probe"])  # the status, and the word older kbm stored
+def test_mutants_lists_the_shipped_pools_quarantined_mutants(runner: CliRunner, word: str) -> None:
+    result = runner.invoke(cli, ["--store", "@kernelbench", "mutants", "--status", word])
+    assert result.exit_code == 0, result.output
+    *rows, total = result.stdout.splitlines()
+    assert total == "1322 mutants"
+    assert {row.split()[1] for row in rows} == {"quarantined"}
+
+
+# 9. refcheck never reports a reference that raised as ok.
+
+def test_refcheck_reports_a_reference_that_raised_as_an_error(runner: CliRunner, tmp_path: Path,
+                                                              kernelbench: Path) -> None:
+    result = runner.invoke(cli, ["--kernelbench", str(kernelbench), "--store", str(tmp_path / "s.db"),
+                                 "refcheck", "level1/1"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    (row,) = [line for line in result.stdout.splitlines() if "level1/1_Raises" in line]
+    assert row.split()[:2] == ["error", "level1/1_Raises"]
+    assert "reference raised ModuleNotFoundError: No module named 'kbm_edge_no_such_module'" in row
+    assert only_line(result).startswith("Error: the reference raised on 1 problems (level1/1_Raises: reference raised "
+                                        "ModuleNotFoundError")
+
+
+def test_refcheck_json_gives_a_reference_that_raised_the_verdict_error(runner: CliRunner, tmp_path: Path,
+                                                                       kernelbench: Path) -> None:
+    result = runner.invoke(cli, ["--kernelbench", str(kernelbench), "--store", str(tmp_path / "s.db"),
+                                 "refcheck", "level1/1", "--json"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    (row,) = json.loads(result.stdout)["problems"]
+    assert (row["problem"], row["verdict"]) == ("level1/1_Raises", "error")
+    assert row["raised"].startswith("reference raised ModuleNotFoundError")
+
+
+# 10. --json on every listing: valid JSON on stdout, and nothing else there.
+
+@pytest.mark.parametrize("command, check", [
+    (["--store", "@demo", "problems", "--level", "demo"], lambda d: d[0]["problem"] == "demo/1_LeakyReLU"),
+    (["--store", "@demo", "mutants", "--problem", "demo/1"],
+     lambda d: len(d) > 10 and {r["problem"] for r in d} == {"demo/1_LeakyReLU"}),
+    (["rules", "--family", "precision"], lambda d: len(d) > 1 and {r["family"] for r in d} == {"precision"}),
+    (["--store", "@demo", "suite", "--splits", "0"], lambda d: d["baseline"] == "kernelbench" and d["written"] is None),
+    (["adapters"], lambda d: {"kernelbench", "kbv", "fuzz"} <= {r["adapter"] for r in d}),
+    (["--store", "@demo", "runs"], lambda d: [r["run"] for r in d] == list(range(1, len(d) + 1)) and d[0]["kind"] == "gate"),
+    (["--store", "STORE", "refcheck", "demo/1"], lambda d: [r["verdict"] for r in d["problems"]] == ["ok"]),
+    (["--store", "STORE", "gate", "demo/1", "--compile-only"],
+     lambda d: [(c["problem"], c["error"]) for c in d["compiled"]] == [("demo/1_LeakyReLU", None)]),
+], ids=["problems", "mutants", "rules", "suite", "adapters", "runs", "refcheck", "gate"])
+def test_every_listing_prints_only_json_with_json(runner: CliRunner, tmp_path: Path, command: list[str],
+                                                 check) -> None:
+    command = [str(tmp_path / "s.db") if word == "STORE" else word for word in command]
+    result = runner.invoke(cli, [*command, "--json"])
+    assert result.exit_code == 0, result.output
+    assert check(json.loads(result.stdout))
+
+
+# 11. A protocol with missing cells says so wherever its figure is shown.
+
+def test_the_audit_headline_says_incomplete_in_the_same_sentence(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@kernelbench", "audit", "-a", "fuzz-shapes", "--no-run"])
+    assert result.exit_code == 0, result.output
+    (headline,) = re.findall(r"Detects [^.]*\.\d%[^.]*\.\d%[^.]*\.\d%[^.]*\.", " ".join(result.stdout.split()))
+    assert headline.endswith("(incomplete: 3,797 of its inputs never checked on 194 problems).")
+
+
+@pytest.fixture
+def incomplete_store(tmp_path: Path, demo) -> Path:
+    """demo/1's screening mutants and demo/2's hand-built matrix: kbv has 4 inputs on demo/1 never checked."""
+    store, _ = build(tmp_path / "s.db", demo)
+    seed(store, demo.get("demo/2"))
+    store.close()
+    return tmp_path / "s.db"
+
+
+def test_the_tui_overview_marks_an_incomplete_protocol(incomplete_store: Path) -> None:
+    import asyncio
+
+    pytest.importorskip("textual")
+    from textual.widgets import DataTable
+
+    from kbm_toolkit.tui.app import KbmApp
+
+    async def overview() -> tuple[list[str], str]:
+        app = KbmApp(incomplete_store, [KB, KBV])
+        async with app.run_test(size=(160, 40)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            columns = [str(c.label) for c in app.screen.query_one(DataTable).columns.values()]
+            return columns, str(app.screen.query_one("#summary").render())
+
+    columns, summary = asyncio.run(overview())
+    assert columns == ["family", "witnessed", "kernelbench missed", "kbv missed (incomplete)"]
+    assert "kbv incomplete: 4 of its inputs never checked on 1 problems" in " ".join(summary.split())
+
+
+def test_the_report_page_says_what_an_incomplete_protocol_lacks(runner: CliRunner, tmp_path: Path,
+                                                                 incomplete_store: Path) -> None:
+    out = tmp_path / "report"
+    result = runner.invoke(cli, ["--store", str(incomplete_store), "report", "--out", str(out),
+                                 "-a", "kernelbench", "-a", "kbv"])
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text()
+    assert "<b>kbv (incomplete)</b>: 4 of its inputs never checked on 1 problems" in page
+    assert "kernelbench (incomplete)" not in page
+
+
+def test_the_report_legends_mark_an_incomplete_protocol(runner: CliRunner, tmp_path: Path, incomplete_store: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    monkeypatch.setitem(matplotlib.rcParams, "svg.fonttype", "none")  # text as text, to read the legends
+    out = tmp_path / "report"
+    result = runner.invoke(cli, ["--store", str(incomplete_store), "report", "--out", str(out),
+                                 "-a", "kernelbench", "-a", "kbv"])
+    assert result.exit_code == 0, result.output
+    for figure in ("missed_by_family", "problem_miss_curve"):
+        legend = re.findall(r">(kernelbench[^<]*|kbv[^<]*)</text>", (out / f"{figure}.svg").read_text())
+        assert legend == ["kernelbench", "kbv (incomplete)"], figure
