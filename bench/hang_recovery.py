@@ -7,10 +7,13 @@ cold one started afterwards:
   crash      an out-of-bounds store: the context dies at once
   kill       an endless loop, the child killed with SIGKILL after --after seconds (the watchdog)
 
-    python bench/hang_recovery.py [--after 2] [--json OUT.json]
+    python bench/hang_recovery.py [--after 2] [--json OUT.json]      # needs a CUDA GPU
 
-Measured on the H200: the killed hang's process was gone 0.09 s after SIGKILL and the GPU ran the
-next kernel at once, so the evaluator needs no in-kernel hang fuse; the watchdog's kill suffices.
+Recovery is the time from the bad kernel's launch until the next kernel has run: with the warm
+spare, the bad process's end plus the spare's kernel; from a cold start, the bad process's end plus
+a fresh worker's start (torch, a CUDA context, the kernel's image) and its kernel. The last line is
+their ratio per scenario, warm spare over cold start, both measured in this call: what keeping a
+spare warm saves the evaluator.
 """
 
 from __future__ import annotations
@@ -121,6 +124,8 @@ def scenario(name: str, after: float, sms: int) -> dict:
     report, cold_s = cold.finish()
     result["cold_report"], result["cold_s"] = report, round(cold_s, 3)
     result["total_s"] = round(time.perf_counter() - t0, 3)
+    result["warm_recovery_s"] = round(result["bad_gone_s"] + spare_s, 3)
+    result["cold_recovery_s"] = round(result["bad_gone_s"] + result["cold_ready_s"] + cold_s, 3)
     return result
 
 
@@ -132,6 +137,8 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
+    if not torch.cuda.is_available():
+        raise SystemExit("bench/hang_recovery.py needs a CUDA GPU: it crashes and hangs real kernels")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     rows = []
     for name in args.scenarios.split(","):
@@ -144,6 +151,9 @@ def main() -> None:
     for r in rows:
         print(f"{r['scenario']:10} {r['bad_gone_s']:8.2f}s {r['spare_s']:12.3f}s {r['cold_ready_s']:10.2f}s "
               f"{r['cold_s']:11.3f}s")
+    print("ratio, recovery with the warm spare / from a cold start: "
+          + "; ".join(f"{r['scenario']} {r['warm_recovery_s']:.2f} s / {r['cold_recovery_s']:.2f} s = "
+                      f"{r['warm_recovery_s'] / r['cold_recovery_s']:.2f}x" for r in rows))
 
 
 if __name__ == "__main__":

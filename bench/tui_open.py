@@ -8,6 +8,10 @@ The synthetic store has real structure (problems, mutants in every family, input
 cells, a quarter of the mutants killed) but no GPU data; the app runs headless (Textual's
 run_test) at 120 x 40. With `--first-kill` it is shaped like the KernelBench pool, which `kbm run
 --first-kill` filled: every input but the first has gaps, which the scorer must account for.
+
+The baseline, measured on each store just before the app opens it: `load_matrices` once and
+`audit_store` of every installed protocol, what `kbm audit` computes for the figures the overview
+shows. The last line is the ratio of the app's time to a populated overview over that baseline's.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.store import shipped_store_path
-from kbm_toolkit.protocols.registry import all_protocols
-from kbm_toolkit.problems.seeds import trial_seeds
+from kbm_toolkit.analysis.matrix import load_matrices
+from kbm_toolkit.analysis.score import audit_store
 from kbm_toolkit.mutation.rules import FAMILIES
-from kbm_toolkit.store import Store
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.seeds import trial_seeds
+from kbm_toolkit.protocols.registry import all_protocols
+from kbm_toolkit.store import Store, shipped_store_path
 from kbm_toolkit.tui.app import KbmApp, MutantsScreen
 
 
@@ -80,26 +85,52 @@ async def _open(path: Path) -> tuple[float, float]:
         return overview, time.perf_counter() - start
 
 
-def _words(overview: float, pattern: float) -> str:
-    return f"{overview:.2f} s to a populated overview, {pattern:.2f} s to list the largest miss pattern"
+def _audits(path: Path) -> float:
+    """Seconds for the baseline: every installed protocol's audit of the store, from one load of its cells."""
+    protocols = all_protocols()
+    start = time.perf_counter()
+    store = Store(path, readonly=True)
+    matrices = load_matrices(store, min(p.tolerance for p in protocols))
+    for p in protocols:
+        audit_store(store, p, protocols, matrices=matrices)
+    store.close()
+    return time.perf_counter() - start
+
+
+def _measure(path: Path) -> tuple[float, float, float]:
+    """(baseline s, app s to a populated overview, app s to the largest pattern's list) on one store."""
+    baseline = _audits(path)
+    return (baseline, *asyncio.run(_open(path)))
+
+
+def _words(baseline: float, overview: float, pattern: float) -> str:
+    return (f"{overview:.2f} s to a populated overview, {pattern:.2f} s to list the largest miss pattern; "
+            f"load_matrices + audit_store of every protocol {baseline:.2f} s")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mutants", type=int, default=20000)
     parser.add_argument("--inputs", type=int, default=10)
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--first-kill", action="store_true", help="killed mutants have no cells after their first kill")
     args = parser.parse_args()
+    ratios = []
     if shipped_store_path().is_file():
-        print("shipped store: " + _words(*asyncio.run(_open(shipped_store_path()))))
+        timed = _measure(shipped_store_path())
+        print("shipped store: " + _words(*timed))
+        ratios.append(("shipped", timed))
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         path = synthetic(Path(tmp) / "synthetic.db", args.mutants, args.inputs, args.problems, args.first_kill)
         built = time.perf_counter() - start
         shape = ", first-kill" if args.first_kill else ""
+        timed = _measure(path)
         print(f"synthetic store{shape}, {args.mutants:,} mutants x {args.inputs} inputs (built in {built:.1f} s): "
-              + _words(*asyncio.run(_open(path))))
+              + _words(*timed))
+        ratios.append(("synthetic", timed))
+    print("ratio, app to a populated overview / the audits' baseline: "
+          + "; ".join(f"{name} {app:.2f} s / {base:.2f} s = {app / base:.2f}x" for name, (base, app, _) in ratios))
 
 
 if __name__ == "__main__":

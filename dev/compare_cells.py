@@ -1,7 +1,7 @@
 """Compare the kill matrices of two stores cell by cell (e.g. an interrupted-and-resumed run
 against an uninterrupted one).
 
-    python scripts/compare_cells.py A.db B.db
+    python dev/compare_cells.py A.db B.db
 
 Prints the cell counts, the cells only in one store, and the cells whose outcome or margin
 differ, grouped by rule, with how many verdicts flip at tolerances 1e-2, 1e-3 and 1e-4. A racy

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call's worth of GPU work (the lent H200 has no network: wheels travel in .whl/).
-#   scripts/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
+#   dev/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
@@ -25,6 +25,9 @@ KB_STORE=${KB_STORE:-.kbm/kb-live.db}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 mkdir -p "$OUT/logs" .kbm
+last_run() {  # the id of a store's latest evaluate run, for `kbm runs --run N`
+    python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select max(id) from runs where kind = '"'evaluate'"'").fetchone()[0])' "$1"
+}
 left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
 stop_at() {  # run a command for at most $1 s: SIGINT, and SIGKILL 20 s later (timeout -k); at 15 s, SIGUSR1,
             # on which kbm prints every thread's stack: a stop that overruns its grace says where it hung
@@ -49,7 +52,7 @@ for step in "$@"; do
     case $step in
         gpu-tests) timeout "$(left)" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=6 > "$OUT/logs/pytest-gpu.txt" 2>&1
                    tail -1 "$OUT/logs/pytest-gpu.txt" ;;
-        demo-pool) OUT="$OUT/logs" BUDGET=$(left) bash scripts/h200_demo_pool.sh; mv "$OUT/logs/demo-whole.db" "$OUT/" ;;
+        demo-pool) OUT="$OUT/logs" BUDGET=$(left) bash dev/h200_demo_pool.sh; mv "$OUT/logs/demo-whole.db" "$OUT/" ;;
         regate-failed) failed=$(python3 -c "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('.kbm/gate.db').execute(\"select problem from substrates where gate_status != 'passed'\")))")
                        stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
                            gate --timeout 150 $failed > "$OUT/logs/regate.txt" 2>&1; echo "regate $failed: exit $?" ;;
@@ -65,8 +68,8 @@ for step in "$@"; do
                 name=$(basename $source)
                 kbm_demo run --inputs $source --level demo > "$OUT/logs/demo-run-$name.txt" 2>&1
                 echo "run --inputs $source: exit $?"
-                python3 bench/eval_throughput.py --store .kbm/demo.db --analyse-run last \
-                    --json "$OUT/logs/throughput-$name.json" | tail -n1
+                python3 -m kbm_toolkit --store .kbm/demo.db runs --run "$(last_run .kbm/demo.db)" --json \
+                    > "$OUT/logs/throughput-$name.json"
             done
             python3 -c "import sqlite3; sqlite3.connect('.kbm/demo.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             cp .kbm/demo.db "$OUT/" ;;
@@ -85,7 +88,7 @@ for step in "$@"; do
                     > "$OUT/logs/kb-run-$share.txt" 2>&1
                 rc=$?
                 echo "kb run --sample $share: exit $rc; $(tail -n2 "$OUT/logs/kb-run-$share.txt" | head -n1)"
-                python3 bench/eval_throughput.py --store "$KB_STORE" --analyse-run last | tail -n14
+                python3 -m kbm_toolkit --store "$KB_STORE" runs --run "$(last_run "$KB_STORE")"
                 [ $rc -eq 0 ] || break
             done ;;
         kb-targets)  # issue 6 on the KernelBench pool: ceilings and targeted inputs, run on what the official check misses

@@ -23,11 +23,12 @@ start=$(date +%s)
 kbm --store "$A" run --inputs gate --level demo > "$OUT/demo-run-whole.txt" 2>&1 || echo "run exit $?"
 whole=$(( $(date +%s) - start ))
 echo "uninterrupted run: ${whole}s"
-python3 bench/eval_throughput.py --store "$A" --analyse-run last --json "$OUT/demo-throughput.json" | tail -n1
+last=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select max(id) from runs where kind = '"'evaluate'"'").fetchone()[0])' "$A")
+python3 -m kbm_toolkit --store "$A" runs --run "$last" --json > "$OUT/demo-throughput.json"
 setsid python3 -m kbm_toolkit --store "$B" run --inputs gate --level demo > "$OUT/demo-run-killed.txt" 2>&1 &
 pid=$!
 sleep $(( whole / 2 > 5 ? whole / 2 : 5 ))
 kill -9 -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 echo "killed at $(python3 -c "import sqlite3;print(sqlite3.connect('$B').execute('select count(*) from cells').fetchone()[0])") cells"
 kbm --store "$B" run --inputs gate --level demo > "$OUT/demo-run-resumed.txt" 2>&1 || echo "resume exit $?"
-python3 scripts/compare_cells.py "$A" "$B" | tee "$OUT/demo-compare.txt"
+python3 dev/compare_cells.py "$A" "$B" | tee "$OUT/demo-compare.txt"

@@ -1,7 +1,7 @@
 """Make a store that ships in the package from stores our pipeline filled on a GPU.
 
-    python scripts/make_embedded_store.py .kbm/kb.db --compact   # kbm_toolkit/data/kernelbench.db.xz
-    python scripts/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
+    python dev/make_embedded_store.py .kbm/kb.db --compact   # kbm_toolkit/data/kernelbench.db.xz
+    python dev/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
 
 Copies the first store, merges the others into the copy (`kbm merge`), checks it holds at least
 one finished run or some cells, switches to rollback journalling (a read-only copy must not need -shm files),

@@ -1,6 +1,6 @@
 """Regenerate docs/screenshots from the shipped store: TUI screens (SVG) and report figures (PNG).
 
-    python scripts/make_screenshots.py [--store STORE] [--out docs/screenshots]
+    python dev/make_screenshots.py [--store STORE] [--out docs/screenshots]
 
 Drives `kbm tui` with Textual's pilot (overview, miss patterns, problems, one mutant's detail)
 and runs `kbm report`; needs the `tui` and `report` extras.

@@ -1,7 +1,7 @@
 """Figures about a pool that `kbm audit` does not print, for docs/kernelbench-pool.md.
 
-    python scripts/pool_figures.py                      # the shipped KernelBench pool
-    python scripts/pool_figures.py --store .kbm/kb.db --sample 0.9
+    python dev/pool_figures.py                      # the shipped KernelBench pool
+    python dev/pool_figures.py --store .kbm/kb.db --sample 0.9
 
 Against the official check (`kernelbench`), over the denominator of every built-in protocol:
 the miss rate with the vacuous problems included, the witnessed share of the distinct mutants,
@@ -29,12 +29,10 @@ def main() -> None:
     ap.add_argument("--store", type=Path, help="a store file (default: the shipped KernelBench pool)")
     ap.add_argument("--sample", type=float, help="score only this share of each problem's mutants")
     args = ap.parse_args()
-    from kbm_toolkit.store import shipped_store_path
-    from kbm_toolkit.protocols.registry import all_protocols, load_protocol
-    from kbm_toolkit.evaluation.reference_check import flags
     from kbm_toolkit.analysis.matrix import load_matrices
-    from kbm_toolkit.analysis.score import audit, run_protocol, witnessed
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.analysis.score import audit, audit_store, run_protocol, witnessed
+    from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+    from kbm_toolkit.store import Store, shipped_store_path
 
     path = args.store or shipped_store_path()
     if not path.is_file():
@@ -42,8 +40,8 @@ def main() -> None:
     store = Store(path, readonly=True)
     official, denominator = load_protocol("kernelbench"), all_protocols()
     matrices = load_matrices(store, min(p.tolerance for p in denominator), sample=args.sample)
-    excluded = flags(official, matrices, store.reference_checks())
-    scored = audit(official, matrices, denominator, excluded=excluded)
+    scored = audit_store(store, official, denominator, matrices=matrices, sample=args.sample)  # as `kbm audit`
+    excluded = scored["excluded"]
     print(f"kernelbench misses {100 - scored['detection_pct']:.1f}% of {scored['witnessed']:,} witnessed "
           f"({len(excluded)} problems left out)")
     everything = audit(official, matrices, denominator, excluded={})

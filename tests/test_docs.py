@@ -10,13 +10,17 @@ from kbm_toolkit.cli.exit_codes import ExitCode
 from support import REPO, load_script
 
 
+GENERATOR = "dev/gen_cli_docs.py"
+
+
 def _generator():
-    return load_script("scripts/gen_cli_docs.py")
+    return load_script(GENERATOR)
 
 
+@pytest.mark.skipif(not (REPO / GENERATOR).is_file(), reason="dev/ is in no sdist: test from a checkout")
 def test_cli_reference_is_current() -> None:
     page = (REPO / "docs" / "cli.md").read_text()
-    assert page == _generator().render(), "docs/cli.md is stale: run python scripts/gen_cli_docs.py"
+    assert page == _generator().render(), "docs/cli.md is stale: run python dev/gen_cli_docs.py"
 
 
 @pytest.mark.parametrize("command", sorted(cli.commands))

@@ -89,7 +89,9 @@ def test_a_fresh_machine_audits_every_builtin_protocol(fresh_user: CliRunner, pr
     assert text.output.startswith("Cells from NVIDIA H200")
     report = audit(fresh_user, *args, "--adapter", protocol)
     assert report["protocol"] == protocol and report["witnessed"] > 100
-    assert report["detected"] + report["missed"] == report["witnessed"]
+    # the families are tallied mutant by mutant, apart from the totals' set arithmetic
+    assert sum(f["witnessed"] for f in report["families"].values()) == report["witnessed"]
+    assert sum(f["missed"] for f in report["families"].values()) == report["missed"]
     assert set(report["families"]) == {"arithmetic", "indexing", "semantic", "boundary", "synchronization",
                                        "precision"}
     low, high = report["band90_pct"]
@@ -104,9 +106,25 @@ def test_more_inputs_at_the_same_tolerance_detect_at_least_as_much(fresh_user: C
     assert vs["gain_points"] >= 0 and vs["tolerance_points"] == pytest.approx(0)
 
 
-def test_the_kbv_decomposition_adds_up(fresh_user: CliRunner) -> None:
-    vs = audit(fresh_user, "--adapter", "kbv", "--vs", "kernelbench")["vs"]
-    assert vs["inputs_points"] + vs["tolerance_points"] == pytest.approx(vs["gain_points"])
+def test_the_kbv_decomposition_is_the_difference_of_separate_audits(fresh_user: CliRunner) -> None:
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import audit as score
+    from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+
+    report = audit(fresh_user, "--adapter", "kbv", "--vs", "kernelbench")
+    vs = report["vs"]
+    # Each protocol's own audit, over the problems kbv can referee (kernelbench's own audit leaves out
+    # others) and the same denominator: kbv at 1e-3, kbv's inputs at kernelbench's 1e-2, kernelbench.
+    kbv, official, denominator = load_protocol("kbv"), load_protocol("kernelbench"), all_protocols()
+    store = Store(shipped_store_path(), readonly=True)
+    matrices = load_matrices(store, min(p.tolerance for p in denominator))
+    own, loose, theirs = (score(p, matrices, denominator, tolerance=t, excluded=report["excluded"])["detection_pct"]
+                          for p, t in ((kbv, None), (kbv, official.tolerance), (official, None)))
+    assert len({own, loose, theirs}) == 3  # three different figures, not one read three times
+    assert vs["detection_pct"] == pytest.approx(theirs)
+    assert vs["gain_points"] == pytest.approx(own - theirs)
+    assert vs["inputs_points"] == pytest.approx(loose - theirs)
+    assert vs["tolerance_points"] == pytest.approx(own - loose)
 
 
 def test_every_audit_json_key_is_documented_in_the_readme(fresh_user: CliRunner) -> None:
@@ -124,7 +142,8 @@ def test_the_budget_curve_on_the_shipped_pool_beats_the_official_protocol(fresh_
             for line in result.output.splitlines() if line.startswith(("full", "held"))}
     for b1, b2, *_, official in rows.values():
         assert b2 >= b1 and b2 > official
-    assert rows["held-out"][1] <= rows["full"][1] + 1e-9 or rows["held-out"][1] > 0
+    # the issue's goals at B = 2: at least 98% on the full pool and 95% held out
+    assert rows["full"][1] >= 98.0 and rows["held-out"][1] >= 95.0
 
 
 def test_leaving_out_quiet_cells_changes_no_score() -> None:
@@ -154,24 +173,37 @@ def test_tables_are_the_pipeline_and_the_families_from_the_store(fresh_user: Cli
     witnessed = int(table1.split("| of which witnessed | ")[1].split(" |")[0].replace(",", ""))
     killed = int(table1.split("killed by kernelbench | ")[1].split(" |")[0].replace(",", ""))
     missed = int(table1.split("missed by kernelbench | ")[1].split(" |")[0].replace(",", ""))
-    assert killed + missed == witnessed > 0
+    official = audit(fresh_user, "--adapter", "kernelbench")
+    assert (witnessed, killed, missed) == (official["witnessed"], official["detected"], official["missed"])
     family_rows = [line for line in table2.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert family_rows[-1].startswith("| all |")
     assert sum(int(r.split(" | ")[2].replace(",", "")) for r in family_rows[:-1]) == witnessed
     assert f"{100 * missed / witnessed:.1f}%" in family_rows[-1]
-    assert fresh_user.invoke(cli, ["report"]).exit_code == 2  # neither --out nor --tables
 
 
-def test_the_shipped_pool_is_browsable_without_the_checkout(fresh_user: CliRunner,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_with_neither_out_nor_tables_is_a_usage_error(fresh_user: CliRunner) -> None:
+    result = fresh_user.invoke(cli, ["report"])
+    assert result.exit_code == 2 and "--out" in result.output
+
+
+POOL = ["--store", "@kernelbench"]
+
+
+def test_the_shipped_pool_lists_its_problems_without_the_checkout(fresh_user: CliRunner,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
-    pool = ["--store", "@kernelbench"]
-    listed = fresh_user.invoke(cli, [*pool, "problems", "--level", "level2"])
+    listed = fresh_user.invoke(cli, [*POOL, "problems", "--level", "level2"])
     assert listed.exit_code == 0, listed.output
     lines = listed.output.splitlines()
     assert len(lines) >= 90 and all(line.startswith("level2/") for line in lines)
     assert "level2/100_ConvTranspose3d_Clamp_Min_Divide" in listed.output
     assert "passed (in the store; its file is not here)" in listed.output
+
+
+def test_the_shipped_pool_lists_and_shows_its_mutants_without_the_checkout(fresh_user: CliRunner,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    pool = POOL
     found = fresh_user.invoke(cli, [*pool, "mutants", "--problem", "level1/23"])
     assert found.exit_code == 0, found.output
     *rows, total = found.output.splitlines()
@@ -179,7 +211,10 @@ def test_the_shipped_pool_is_browsable_without_the_checkout(fresh_user: CliRunne
     assert all(" level1/23_Softmax " in row for row in rows)
     shown = fresh_user.invoke(cli, [*pool, "show", rows[0].split()[0]])
     assert shown.exit_code == 0 and "--- a/level1/23_Softmax/" in shown.output
-    refused = fresh_user.invoke(cli, [*pool, "mutate", "--level", "demo"])
+
+
+def test_the_shipped_pool_refuses_to_be_written(fresh_user: CliRunner) -> None:
+    refused = fresh_user.invoke(cli, [*POOL, "mutate", "--level", "demo"])
     assert refused.exit_code == 2 and "read-only" in refused.output
 
 

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
+from kbm_toolkit.errors import KbmError
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.protocols.registry import adapter_names, load_protocol
 from kbm_toolkit.problems.problem_set import ProblemSet
@@ -113,7 +114,7 @@ def test_malformed_protocol_files_name_file_key_and_reason(tmp_path: Path, case:
     text, words = BAD[case]
     path = tmp_path / "protocol.toml"
     path.write_text(text)
-    with pytest.raises(Exception) as e:
+    with pytest.raises(KbmError) as e:  # typed, so the CLI words it as one line
         load_protocols(tmp_path)
     assert str(path) in str(e.value) and words in str(e.value)
 

@@ -50,13 +50,22 @@ def test_the_gain_splits_into_inputs_and_tolerance(matrices: list) -> None:
     assert vs["gain_points"] == pytest.approx(200 / 3)
     assert vs["inputs_points"] == pytest.approx(100 / 3)      # C: reached only by a hidden input
     assert vs["tolerance_points"] == pytest.approx(100 / 3)   # B: seen only at 1e-3
+
+
+def test_the_ladder_counts_the_survivors_of_the_other_protocol_this_one_kills(matrices: list) -> None:
+    vs = audit(KBV, matrices, [KB, KBV], vs=KB)["vs"]
     assert (vs["survivors"], vs["survivors_killed"]) == (2, 2)  # B and C, which the official check lets through
     back = audit(KB, matrices, [KB, KBV], vs=KBV)["vs"]
     assert (back["survivors"], back["survivors_killed"], back["survivors_killed_pct"]) == (0, 0, None)
-    # outside the denominator, KBV cannot make survivors of B and C, which only it witnesses
+
+
+def test_outside_the_denominator_a_protocol_makes_no_survivors_of_its_own(matrices: list) -> None:
+    # KBV cannot make survivors of B and C, which only it witnesses
     outside = audit(KBV, matrices, [KB], vs=KB)["vs"]
     assert (outside["survivors"], outside["survivors_killed"]) == (0, 0)
-    # where the official check cannot referee, it has no survivors for the ladder to count
+
+
+def test_where_the_other_protocol_cannot_referee_it_has_no_survivors(matrices: list) -> None:
     unrefereed = audit(KBV, matrices, [KB, KBV], vs=KB, vs_excluded={"demo/1_LeakyReLU": "vacuous"})["vs"]
     assert (unrefereed["survivors"], unrefereed["survivors_killed"]) == (0, 0)
 

@@ -101,8 +101,14 @@ def test_reference_magnitudes_are_stored_with_input_checks(fresh_store: Store) -
     assert (row["ref_abs_max"], row["ref_abs_mean"]) == (2.5e-6, 1e-6)
 
 
+# The ids m005 gives these three sites, recorded once by running ead0a5d's formula
+# (kbm_toolkit/mutate.py:mutant_id there, the one m005 applied before it kept its own frozen copy):
+#   mutant_id("a/1", "s" * 64, "mul2div", 10, 11, "/") and the same on "b/1", then "b/1" at 20-21.
+# A change to the migration's formula, or to which columns it reads, fails the test.
+M005_IDS = {"a/110": "aba988a41d83", "b/110": "35c1567c585d", "b/120": "4d18a471ca9f"}
+
+
 def test_mutant_ids_are_rekeyed_by_problem_with_their_cells(db_path: Path) -> None:
-    from kbm_toolkit.mutation.mutants import mutant_id
     from kbm_toolkit.store.schema import m005_problem_scoped_mutant_ids
 
     store = Store(db_path)
@@ -114,9 +120,9 @@ def test_mutant_ids_are_rekeyed_by_problem_with_their_cells(db_path: Path) -> No
                                 "status": "duplicate", "duplicate_of": "old000000002"})
     m005_problem_scoped_mutant_ids(store.db)
     new = {r["problem"] + str(r["start"]): r for r in store.db["mutants"].rows}
-    assert new["a/110"]["id"] == mutant_id("a/1", "s" * 64, "mul2div", 10, 11, "/") != new["b/110"]["id"]
-    assert new["b/120"]["duplicate_of"] == new["b/110"]["id"]
-    assert {r["mutant"] for r in store.db["cells"].rows} == {new["a/110"]["id"], new["b/110"]["id"]}
+    assert {site: r["id"] for site, r in new.items()} == M005_IDS
+    assert new["b/120"]["duplicate_of"] == M005_IDS["b/110"]
+    assert {r["mutant"] for r in store.db["cells"].rows} == {M005_IDS["a/110"], M005_IDS["b/110"]}
 
 
 def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""CUDA: NVRTC compiles, kernel signatures, launch checks, loading images and launching, references and comparisons."""

@@ -1,0 +1,1 @@
+"""Problems: benchmark problems, their seeding and size constants, input specs, and kbm's substrates for them."""

@@ -9,6 +9,7 @@ allocates outputs and launches kernels; it never computes with torch). An option
 from __future__ import annotations
 
 import hashlib
+import types
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -70,8 +71,6 @@ class Substrate:
 
     def launcher_from(self, source: str) -> Callable[..., Any]:
         """`launch` from the text of a launcher (this substrate's, or a launcher mutant's)."""
-        import types
-
         module = types.ModuleType(f"kbm_launch_{self.problem_key.replace('/', '_')}")
         module.__file__ = str(self.launcher_path)
         try:
