@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     # the store: open, copy, merge (`Store.merge`)
