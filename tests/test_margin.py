@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from kbm_toolkit.cuda.comparison import Outcome, compare
+from kbm_toolkit.cuda.comparison import compare
+from kbm_toolkit.vocabulary import Outcome
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -185,3 +185,25 @@ def test_several_input_sources_give_their_union_once() -> None:
     both = resolve("kernelbench, kbv")(problem)
     assert [s.id for s in both] == list(dict.fromkeys(s.id for s in kb + kbv))
     assert len(both) == len(kbv) > len(kb)  # kbv holds the official five
+
+
+def test_a_plugin_variant_named_like_a_built_in_protocol_is_left_out(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import kbm_toolkit.protocols.registry as registry
+
+    folder = tmp_path / "plugin"
+    folder.mkdir()
+    (folder / "protocol.toml").write_text('[protocol]\nname = "mine"\ntolerance = 1e-2\n[[inputs]]\ntrials = 1\n'
+                                          '[[variant]]\nname = "kbv"\ntolerance = 0.5\n')
+    module = tmp_path / "kbm_test_plugin.py"
+    module.write_text(f"from pathlib import Path\ndef adapter():\n    return Path({str(folder)!r})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "entry_points", lambda group: [EntryPoint("mine", "kbm_test_plugin:adapter", group)])
+    kbv = [p for p in registry.all_protocols() if p.name == "kbv"]
+    assert [p.tolerance for p in kbv] == [1e-3]  # kbm's own, not the plug-in's variant at 0.5
+    assert registry.load_protocol("kbv").tolerance == 1e-3
+    assert "mine" in {p.name for p in registry.all_protocols()}
+    assert registry.shadowed() == ["protocol 'kbv' of adapter 'mine' is named like one of adapter 'kbv': "
+                                   "it is not loaded; rename it"]

@@ -111,9 +111,9 @@ def adapters_cmd(obj: Context, as_json: bool) -> None:
 
     Example: kbm adapters
     """
-    from kbm_toolkit.protocols.registry import installed, refused_adapters
+    from kbm_toolkit.protocols.registry import installed, refused_adapters, shadowed
 
-    for line in refused_adapters().values():
+    for line in [*refused_adapters().values(), *shadowed()]:
         click.echo(f"Warning: {line}", err=True)
     rows = installed()
     if as_json:

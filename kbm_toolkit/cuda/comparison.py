@@ -6,27 +6,11 @@ so the margin max |ref - out| / (1 + |out|) decides every tolerance at once: pas
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 from typing import Any
 
-
-class Outcome(str, enum.Enum):
-    """The outcome of one evaluation of a kernel on one input."""
-
-    PASS = "pass"
-    """Finite, same shape; the margin decides any tolerance."""
-    VALUE = "value"
-    """Finite, same shape, but the margin exceeds the tolerance it was judged at."""
-    NONFINITE = "nonfinite"
-    """A NaN anywhere, or an infinity the other side lacks: allclose fails at every tolerance."""
-    SHAPE = "shape"
-    """Output shape (or type) differs from the reference's."""
-    CRASH = "crash"
-    """The launch raised or the worker died."""
-    TIMEOUT = "timeout"
-    """The launch overran its deadline and the worker was killed."""
+from kbm_toolkit.vocabulary import Outcome
 
 
 @dataclass(frozen=True)

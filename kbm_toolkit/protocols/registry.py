@@ -62,13 +62,34 @@ def adapter_protocols(name: str) -> list[Protocol]:
 
 
 def all_protocols() -> list[Protocol]:
-    """Every protocol of every installed adapter."""
-    return [p for name in adapter_names() for p in adapter_protocols(name)]
+    """Every protocol of every installed adapter, each name once (`installed`)."""
+    return [p for _, p in installed()]
 
 
 def installed() -> list[tuple[str, Protocol]]:
-    """(adapter, protocol) for every installed protocol, in adapter order (`kbm adapters`)."""
-    return [(name, p) for name in adapter_names() for p in adapter_protocols(name)]
+    """(adapter, protocol) for every installed protocol: the built-in adapters first, then the others by
+    name. A plug-in's protocol (a variant, say) named like one listed before it is left out, so that no
+    plug-in takes the place of a protocol kbm already has (`shadowed` names them)."""
+    return _installed()[0]
+
+
+def shadowed() -> list[str]:
+    """The plug-in protocols left out because an earlier adapter has one of that name, in words."""
+    return _installed()[1]
+
+
+def _installed() -> tuple[list[tuple[str, Protocol]], list[str]]:
+    names = adapter_names()
+    rows, taken, left_out = [], {}, []
+    for name in [n for n in BUILT_IN if n in names] + [n for n in names if n not in BUILT_IN]:
+        for p in adapter_protocols(name):
+            if p.name in taken:
+                left_out.append(f"protocol {p.name!r} of adapter {name!r} is named like one of adapter "
+                                f"{taken[p.name]!r}: it is not loaded; rename it")
+                continue
+            taken[p.name] = name
+            rows.append((name, p))
+    return rows, left_out
 
 
 def load_protocol(ref: str, known_problems: Iterable[str] | None = None) -> Protocol:

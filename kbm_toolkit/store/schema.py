@@ -127,7 +127,7 @@ def m009_problem_full_rows(db: sqlite_utils.Database) -> None:
 
 @migration
 def m010_run_stats(db: sqlite_utils.Database) -> None:
-    # where an evaluate run's worker time went (`evaluation.stats.TIME_SPLIT`), as JSON: input
+    # where an evaluate run's worker time went (`analysis.runs.TIME_SPLIT`), as JSON: input
     # checks are overwritten when a restarted worker checks an input again, so they undercount it
     db["runs"].add_column("stats", str)
 
