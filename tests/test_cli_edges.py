@@ -480,3 +480,15 @@ def test_the_report_legends_mark_an_incomplete_protocol(runner: CliRunner, tmp_p
     for figure in ("missed_by_family", "problem_miss_curve"):
         legend = re.findall(r">(kernelbench[^<]*|kbv[^<]*)</text>", (out / f"{figure}.svg").read_text())
         assert legend == ["kernelbench", "kbv (incomplete)"], figure
+
+
+def test_run_inputs_takes_a_protocol_path_as_every_protocol_option_does(runner: CliRunner, tmp_path: Path) -> None:
+    # --inputs resolves a protocol file like -a does: one naming no known problem is refused with its own line,
+    # not "no input source"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[protocol]\nname = "bad-inputs"\ntolerance = 1e-2\nexclude = ["level9/999"]\n[[inputs]]\ntrials = 1\n')
+    store = tmp_path / "s.db"
+    runner.invoke(cli, ["--store", str(store), "mutate", "--ungated", "demo/1", "--rule", "mul2div"])
+    result = runner.invoke(cli, ["--store", str(store), "run", "--inputs", str(bad), "demo/1"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert "names 'level9/999', which is no problem here or in the store" in only_line(result)

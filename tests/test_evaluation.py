@@ -143,12 +143,18 @@ from typing import Any
 from kbm_toolkit.store import Store
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import load_protocols
+from kbm_toolkit.evaluation.options import RunOptions
 from kbm_toolkit.evaluation.run import run_evaluation
-import test_evaluation as t
+from kbm_toolkit.mutation.rules import load_rules
+from kbm_toolkit.problems.input_spec import InputSpec
+# the test module's own specs_for, RULES and fake(), restated: a script does not import a test module
+rules = [r for r in load_rules() if r.name in ("mul2div", "plus2minus", "minus2plus", "negate-store")]
 store = Store({db!r})
 try:
-    run_evaluation(store, [ProblemSet.discover().get("demo/3")], t.specs_for, "test", "sm_90", {{}},
-                   t.fake())
+    run_evaluation(store, [ProblemSet.discover().get("demo/3")],
+                   lambda p: [InputSpec.make(p.key, seed, label=f"trial {{seed}}") for seed in (1, 2, 3)],
+                   "test", "sm_90", {{}},
+                   RunOptions(target="fake_evaluator:cell_task", rules=rules, deadline=lambda _: 1.5))
 except KeyboardInterrupt:
     sys.exit(130)
 """

@@ -52,7 +52,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     """
     from kbm_toolkit.analysis.runs import largest_parts
     from kbm_toolkit.evaluation.fill import RunRequest, fill_matrix
-    from kbm_toolkit.report.mutants import progress_bar
+    from kbm_toolkit.report.pipeline import progress_bar
 
     store = obj.store()
     request = RunRequest(source, problems, level, sample, gpus, workers, arch, not no_probe, rerun_crashers,

@@ -59,7 +59,7 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
     """
     from kbm_toolkit.cuda.nvrtc import DEFAULT_ARCH
     from kbm_toolkit.mutation.campaign import mutate_problems
-    from kbm_toolkit.report.mutants import print_summary, progress_bar
+    from kbm_toolkit.report.pipeline import print_summary, progress_bar
 
     store = obj.store()
     selected = obj.substrate_problems(problems, level)

@@ -55,7 +55,7 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
 
     With no problem named, every problem (of the level) with mutants in the store; NoDevice before
     anything starts when no GPU is visible."""
-    specs_for = resolve(request.source)
+    specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()})
     protocols = first_kill_protocols(request.source) if request.first_kill else None
     if request.witnessed and not request.survivors_of:
         raise OptionError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")

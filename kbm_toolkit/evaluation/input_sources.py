@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.gate import gate_specs
@@ -50,12 +50,13 @@ def file_source(path: Path) -> Callable[[Problem], list[InputSpec]]:
 BUILT_IN: dict[str, Callable[[Problem], list[InputSpec]]] = {"official": official_specs, "gate": gate_source}
 
 
-def resolve(source: str) -> Callable[[Problem], list[InputSpec]]:
+def resolve(source: str, known_problems: Iterable[str] | None = None) -> Callable[[Problem], list[InputSpec]]:
     """A function from problem to its input specs: a built-in name, a protocol (an installed
-    adapter's name, or a protocol folder or .toml), or a file of spec records; several, separated
-    by commas, give the union (an input shared by two counts once)."""
+    adapter's name, or a protocol folder or .toml, which may name only `known_problems`), or a
+    file of spec records; several, separated by commas, give the union (an input shared by two
+    counts once)."""
     if "," in source:
-        parts = [resolve(part.strip()) for part in source.split(",") if part.strip()]
+        parts = [resolve(part.strip(), known_problems) for part in source.split(",") if part.strip()]
 
         def union(problem: Problem) -> list[InputSpec]:
             specs: dict[str, InputSpec] = {}
@@ -71,6 +72,8 @@ def resolve(source: str) -> Callable[[Problem], list[InputSpec]]:
     spec_file = path.suffix in (".jsonl", ".json") or (path.suffix == ".toml" and "protocol" not in load_toml(path))
     if path.is_file() and spec_file:
         return file_source(path)
+    if path.exists():  # a protocol folder or file: what is wrong with it is its own error
+        return load_protocol(source, known_problems).specs
     try:
         return load_protocol(source).specs
     except KbmError:

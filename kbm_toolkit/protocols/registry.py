@@ -67,27 +67,29 @@ def all_protocols() -> list[Protocol]:
 
 
 def installed() -> list[tuple[str, Protocol]]:
-    """(adapter, protocol) for every installed protocol: the built-in adapters first, then the others by
-    name. A plug-in's protocol (a variant, say) named like one listed before it is left out, so that no
-    plug-in takes the place of a protocol kbm already has (`shadowed` names them)."""
+    """(adapter, protocol) for every installed protocol, adapters by name. A plug-in's protocol (a
+    variant, say) named like a built-in one, or like one of an adapter listed before it, is left
+    out, so that no plug-in takes the place of a protocol kbm already has (`shadowed` names them)."""
     return _installed()[0]
 
 
 def shadowed() -> list[str]:
-    """The plug-in protocols left out because an earlier adapter has one of that name, in words."""
+    """The plug-in protocols left out because another adapter has one of that name, in words."""
     return _installed()[1]
 
 
 def _installed() -> tuple[list[tuple[str, Protocol]], list[str]]:
     names = adapter_names()
-    rows, taken, left_out = [], {}, []
-    for name in [n for n in BUILT_IN if n in names] + [n for n in names if n not in BUILT_IN]:
-        for p in adapter_protocols(name):
-            if p.name in taken:
+    loaded = {name: adapter_protocols(name) for name in names}
+    taken = {p.name: name for name in BUILT_IN if name in loaded for p in loaded[name]}
+    rows, left_out = [], []
+    for name in names:
+        for p in loaded[name]:
+            owner = taken.setdefault(p.name, name)
+            if owner != name:
                 left_out.append(f"protocol {p.name!r} of adapter {name!r} is named like one of adapter "
-                                f"{taken[p.name]!r}: it is not loaded; rename it")
+                                f"{owner!r}: it is not loaded; rename it")
                 continue
-            taken[p.name] = name
             rows.append((name, p))
     return rows, left_out
 
