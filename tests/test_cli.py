@@ -98,29 +98,46 @@ def test_audit_sample_scores_a_narrower_share_of_the_same_store(runner: CliRunne
     assert half["sample"]["mutants"] < half["sample"]["distinct"]
 
 
-def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner, tmp_path: Path) -> None:
+def _shares_left_by_a_stopped_run(path: Path) -> list[str]:
+    """The shipped demo store copied to `path` as a wider run left it: every problem at 50%, then a
+    run to 75% stopped after the first problem; the problem keys, sorted."""
     import shutil
 
-    from kbm_toolkit.store import shipped_store_path
-    from kbm_toolkit.store import Store
+    from kbm_toolkit.store import Store, shipped_store_path
 
-    path = tmp_path / "s.db"
     shutil.copy(shipped_store_path("demo"), path)
     store = Store(path)
     keys = sorted(store.evaluated_problems())
-    with store.db.conn:  # every problem finished at 50%, then a run to 75% stopped after the first
+    with store.db.conn:
         store.db.execute(f"update problems set sample = 0.5 where key in ({', '.join('?' * len(keys))})", keys)
         store.db.execute("update problems set sample = 0.75 where key = ?", [keys[0]])
-    summary = store.sample_summary()
+    store.close()
+    return keys
+
+
+def test_the_sample_summary_counts_the_problems_at_each_share(tmp_path: Path) -> None:
+    from kbm_toolkit.store import Store
+
+    keys = _shares_left_by_a_stopped_run(tmp_path / "s.db")
+    summary = Store(tmp_path / "s.db").sample_summary()
     assert (summary["least"], summary["share"]) == (0.5, 0.75)
     assert summary["problems_at"] == [[0.5, len(keys) - 1], [0.75, 1]]
-    store.close()
-    result = runner.invoke(cli, ["--store", str(path), "audit", "-a", "kernelbench"])
+
+
+def test_audit_names_the_shares_an_interrupted_wider_run_left(runner: CliRunner, tmp_path: Path) -> None:
+    keys = _shares_left_by_a_stopped_run(tmp_path / "s.db")
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert f"a 50–75% sample of each problem's ({len(keys) - 1} problems at 50%, 1 problem at 75%" in text
     assert "--sample 0.5 scores all alike" in text
-    store = Store(path)
+
+
+def test_a_problem_taken_to_the_whole_pool_counts_at_a_full_share(tmp_path: Path) -> None:
+    from kbm_toolkit.store import Store
+
+    keys = _shares_left_by_a_stopped_run(tmp_path / "s.db")
+    store = Store(tmp_path / "s.db")
     with store.db.conn:  # the run to 100% finished its first problem: a whole pool's share is stored as null
         store.db.execute("update problems set sample = null where key = ?", [keys[0]])
     summary = store.sample_summary()
