@@ -12,8 +12,8 @@ from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol, refused_adapters
-from kbm_toolkit.store import Store, store_to_read
-from kbm_toolkit.store.shipped import shipped_name
+from kbm_toolkit.store import Store
+from kbm_toolkit.store.shipped import open_store, shipped_name
 
 
 class Context:
@@ -57,7 +57,7 @@ class Context:
     def read_store(self, holding: str = "cells") -> Store:
         """The store a reading command reads: the one given (never made), else yours, else the shipped
         pool while yours has no rows in `holding`."""
-        return store_to_read(self.store_path, default_store_path(), holding)
+        return open_store(self.store_path, holding)
 
     def sometimes_writing_store(self, writes: bool) -> Store:
         """The store of a command that writes only sometimes (`kbm targets` stores checks on a GPU):

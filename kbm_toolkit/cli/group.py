@@ -28,7 +28,7 @@ class KbmGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (NoDevice, OptionError, OutputError, KbmError) as e:
+        except KbmError as e:
             click.echo(f"Error: {e.line()}", err=True)
             sys.exit(_exit_code(e))
         except KeyboardInterrupt:  # Ctrl-C, or `timeout -s INT`: every command stores as it goes

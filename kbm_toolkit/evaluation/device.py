@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbm_toolkit.evaluation.gate import GATE_WORKER
 from kbm_toolkit.evaluation.workers import Worker
-
-DESCRIBE_WORKER = "kbm_toolkit.evaluation.gate_task:worker_task"
 
 
 def describe_device() -> dict[str, Any]:
     """What a GPU worker sees: software versions and the device (`{"cuda": False}` without one)."""
-    with Worker(DESCRIBE_WORKER) as probe:
+    with Worker(GATE_WORKER) as probe:  # the gate's worker also describes the device it sees
         reply = probe.run({"op": "describe"}, timeout=120)
     return reply.value if reply.status == "ok" else {"cuda": False}

@@ -67,9 +67,10 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
         console.print("No witnessed mutants: evaluate some first (`kbm run`).")
     else:
         lo, hi = report["band90_pct"]
+        incomplete = incomplete_words(report)
         console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {n:,} witnessed mutants "
                       f"(90% band {_pct(lo)}–{_pct(hi)} over problems); misses {report['missed']:,}"
-                      + (f" [yellow]({incomplete_words(report)})[/yellow]" if incomplete_words(report) else "")
+                      + (f" [yellow]({incomplete})[/yellow]" if incomplete else "")
                       + f". Denominator: mutants detected by any of {', '.join(report['denominator'])}.")
     if "vs" in report:
         vs = report["vs"]

@@ -50,8 +50,7 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) 
         current = substrate.content_hash
         texts = {"kernel": substrate.source, "launcher": substrate.launcher_source}
         mx = matrices.get(key)
-        for row in sorted((r for r in store.mutants(key) if r["substrate_hash"] == current),
-                          key=lambda r: r["start"]):
+        for row in (r for r in store.mutants(key) if r["substrate_hash"] == current):  # in source order
             target = row["target"]
             entry = files.setdefault(f"{key}/{FILES[target]}", {
                 "language": "cpp" if target == "kernel" else "python", "source": texts[target], "mutants": []})

@@ -23,6 +23,10 @@ class Tables:
         except sqlite_utils.db.NotFoundError:
             return False
 
+    def problem_rows(self) -> dict[str, dict[str, Any]]:
+        """Every stored problem's row, by key."""
+        return {r["key"]: r for r in self.db["problems"].rows}
+
     @property
     def where(self) -> str:
         """The store's path for messages (`:memory:` for an in-memory one)."""

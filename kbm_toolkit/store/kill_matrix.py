@@ -126,7 +126,7 @@ class KillMatrix(Tables):
         number of problems. With `floor`, cells that pass with a margin at or under it are left
         out: they kill at no tolerance >= floor, and on a real pool they are most of the cells.
         """
-        problems = {r["key"]: r for r in self.db["problems"].rows}
+        problems = self.problem_rows()
         self.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
         share = "coalesce(p.full_rows, p.sample)" if full_rows else "p.sample"
         if sample is not None:

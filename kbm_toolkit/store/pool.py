@@ -20,10 +20,6 @@ class Pool(Tables):
         with self.db.conn:
             self.db["problems"].upsert(problem.store_row(), pk="key")
 
-    def problem_rows(self) -> dict[str, dict[str, Any]]:
-        """Every stored problem's row, by key."""
-        return {r["key"]: r for r in self.db["problems"].rows}
-
     def problems_with_mutants(self) -> list[str]:
         """Keys of the problems that have mutants, sorted."""
         return [r[0] for r in self.db.execute("select distinct problem from mutants order by problem")]
