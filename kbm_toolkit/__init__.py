@@ -29,6 +29,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kbm_toolkit.problems.input_spec": ("InputSpec", "official_specs"),
     "kbm_toolkit.problems.seeds": ("trial_seeds",),
     "kbm_toolkit.problems.substrate": ("Substrate", "has_substrate", "substrate_for"),
+    "kbm_toolkit.problems.pack": ("Pack", "PackError", "discover_packs", "init_pack", "load_pack", "use_benches",
+                                  "user_packs"),
     # protocols: what a checker does
     "kbm_toolkit.protocols.protocol": ("Protocol", "ProtocolError", "load_protocols", "protocol_toml"),
     "kbm_toolkit.protocols.registry": ("adapter_names", "all_protocols", "installed", "load_protocol"),

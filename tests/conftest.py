@@ -36,6 +36,8 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("KBM_STORE", str(tmp_path_factory.getbasetemp() / "user-store.db"))
     monkeypatch.setenv("KBM_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.delenv("KBM_KERNELBENCH", raising=False)
+    monkeypatch.delenv("KBM_KBV", raising=False)  # kbv is the reconstruction unless a test names a checkout
+    monkeypatch.setenv("KBM_BENCH", "")  # set, so that what `--bench` adds to it is undone after each test
 
 
 @pytest.fixture

@@ -19,6 +19,9 @@ from kbm_toolkit.store import Store
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 KERNELBENCH = Path(os.environ.get("KBM_KERNELBENCH", REPO / "third_party" / "KernelBench"))
+KBV_CHECKOUT = Path(os.environ.get("KBM_KBV") or REPO / "third_party" / "kernel_bench_verified")
+"""A KernelBench-Verified checkout for the tests that need its hidden tests (they skip without one);
+read before conftest clears `KBM_KBV`, which every test starts without."""
 KB, KBV = load_protocol("kernelbench"), load_protocol("kbv")
 
 
@@ -95,3 +98,142 @@ def build(path: Path, demo: ProblemSet) -> tuple[Store, dict[str, str]]:
     store.record_cells(run, [{"mutant": ids["slope-div"], "input": s.id, "outcome": "pass",
                               "margin": 0.5 if i == 0 else 1e-7} for i, s in enumerate(specs)])
     return store, ids
+
+
+# A benchmark pack as README.md's "Your own benchmark (packs)" writes it (problem 1, its substrate,
+# the protocol and the rule are the README's text, checked by tests/test_packs.py), plus a second problem.
+PACK_README_FILES = {
+    "bench.toml": '''[bench]
+name = "mybench"
+description = "My benchmark's elementwise kernels"
+''',
+    "problems/level1/1_MyRelu.py": '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 16
+dim = 4096
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+''',
+    "substrates/level1/1_MyRelu/kernel.cu": '''extern "C" __global__ void my_relu(const float* __restrict__ x, float* __restrict__ out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        out[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+''',
+    "substrates/level1/1_MyRelu/launch.py": '''BLOCK = 256
+
+
+def launch(k, model, x):
+    out = k.empty_like(x)
+    n = x.numel()
+    k.my_relu(x, out, n, grid=k.cdiv(n, BLOCK), block=BLOCK)
+    return out
+''',
+    "adapters/mybench/protocol.toml": '''[protocol]
+name = "mybench"
+description = "mybench's harness: 5 official trials and a wide draw, atol = 1e-5, rtol = 1e-3"
+atol = 1e-5
+rtol = 1e-3
+exclude = ["mybench/level1/2"]      # keys, or <level>/<id>: the pack's levels carry its name
+
+[[inputs]]
+trials = 5
+label = "official trial {index}"
+
+[[inputs]]
+seed = 7
+base = "normal"
+params = [0.0, 3.0]
+label = "wide normal"
+''',
+    "rules/mybench.toml": r'''[[rule]]
+name = "relu-floor-one"
+family = "semantic"
+description = "the clamped branch of a ReLU yields 1 instead of 0"
+pattern = '\?\s*v\s*:\s*0\.0f'
+replacement = '? v : 1.0f'
+''',
+}
+
+PACK_SECOND_PROBLEM = {
+    "problems/level1/2_Scale.py": '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, alpha: float = 1.5):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.alpha
+
+
+size = 1000
+
+
+def get_inputs():
+    return [torch.randn(size)]
+
+
+def get_init_inputs():
+    return []
+''',
+    "substrates/level1/2_Scale/kernel.cu": '''extern "C" __global__ void scale(const float* __restrict__ x, float* __restrict__ out, long long n, float alpha) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] * alpha;
+}
+''',
+    "substrates/level1/2_Scale/launch.py": '''BLOCK = 128
+
+
+def launch(k, model, x):
+    out = k.empty_like(x)
+    n = x.numel()
+    k.scale(x, out, n, model.alpha, grid=k.cdiv(n, BLOCK), block=BLOCK)
+    return out
+''',
+}
+
+
+def write_pack(root: Path, name: str = "mybench", replace: dict[str, str | None] | None = None) -> Path:
+    """The README's pack and a second problem, in `root` (made), under `name`; `replace` maps a
+    file's path (as for mybench) to new text, or to None to leave the file out."""
+    files = {**PACK_README_FILES, **PACK_SECOND_PROBLEM}
+    for path, text in {**files, **(replace or {})}.items():
+        if text is None:
+            continue
+        if name != "mybench":
+            text = text.replace("mybench", name)
+        target = root / path.replace("mybench", name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return root
+
+
+class FakeEntryPoint:
+    """An installed plug-in's entry point, for monkeypatching `importlib.metadata.entry_points`."""
+
+    def __init__(self, name: str, target: object, group: str) -> None:
+        self.name, self.value, self.group, self._target = name, f"fake_plugin:{name}", group, target
+
+    def load(self) -> object:
+        return self._target

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from kbm_toolkit.errors import ProblemError
+from kbm_toolkit.problems.pack import kernelbench_root
 from kbm_toolkit.problems.problem import Problem
-from kbm_toolkit.problems.problem_set import ProblemSet, kernelbench_root
+from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.problems.tensors import build_model, draw_inputs
 

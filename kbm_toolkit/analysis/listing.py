@@ -6,7 +6,7 @@ from typing import Any, Iterator
 
 from kbm_toolkit.errors import OptionError, ProblemError
 from kbm_toolkit.problems.problem import problem_from_row
-from kbm_toolkit.problems.problem_set import ProblemSet, resolve_problem
+from kbm_toolkit.problems.problem_set import ProblemSet, in_level, resolve_problem
 from kbm_toolkit.problems.substrate import has_substrate
 from kbm_toolkit.vocabulary import FAMILIES, MutantStatus
 
@@ -19,13 +19,21 @@ def problem_listing(problem_set: ProblemSet, store: Any, level: str | None = Non
     the problems the store gated whose files are not here (the shipped pool without a checkout)."""
     gates = {r["problem"]: r for r in store.substrates()}
     here = problem_set.select(level=level)
-    rows = [{"problem": p.key, "substrate": has_substrate(p), "here": True,
+    rows = [{"problem": p.key, "pack": p.origin, "substrate": has_substrate(p), "here": True,
              "status": (gates.get(p.key) or {}).get("gate_status") or ("not gated" if has_substrate(p) else "no substrate")}
             for p in here]
     listed = {p.key for p in here}
-    rows += [{"problem": k, "substrate": True, "here": False, "status": g["gate_status"] or "not gated"}
-             for k, g in gates.items() if k not in listed and (level is None or k.split("/")[0] == level)]
+    stored = store.problem_rows()
+    rows += [{"problem": k, "pack": _pack_of_row(stored.get(k)), "substrate": True, "here": False,
+              "status": g["gate_status"] or "not gated"}
+             for k, g in gates.items() if k not in listed and in_level(k.rpartition("/")[0], level)]
     return rows
+
+
+def _pack_of_row(row: dict[str, Any] | None) -> str:
+    """The pack a stored problem came from (stores written before packs call kbm's own set `builtin`)."""
+    origin = (row or {}).get("origin") or ""
+    return "demo" if origin == "builtin" else origin
 
 
 def stored_problem(problem_set: ProblemSet, store: Any, ref: str) -> str:

@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable
 
 import click
 
+from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.paths import default_store_path
+from kbm_toolkit.problems import pack
+from kbm_toolkit.problems.pack import Pack, refused_plugins, user_packs
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.protocols.registry import all_protocols, load_protocol, refused_adapters
+from kbm_toolkit.protocols.registry import all_protocols, installed, load_protocol, refused_adapters
 from kbm_toolkit.store import Store
 from kbm_toolkit.store.shipped import open_store, shipped_name
 
 
 class Context:
-    """The global options (`--store`, `--kernelbench`), given before or after the command."""
+    """The global options (`--store`, `--kernelbench`, `--bench`, `--kbv`), given before or after the command."""
 
-    def __init__(self, store: str | None, kernelbench: str | None) -> None:
+    def __init__(self, store: str | None, kernelbench: str | None, benches: Iterable[str] = (),
+                 kbv: str | None = None) -> None:
         self.store_path = Path(store) if store else None
         """The store named on the command line; None means the default (KBM_STORE, else the XDG path)."""
         self.kernelbench = kernelbench
         self._problems: ProblemSet | None = None
+        self._packs: list[Pack] | None = None
+        self._warned: set[str] = set()
+        if kbv:
+            self.use_kbv(kbv)
+        self.use_benches(benches)
 
     def use_store(self, store: str) -> None:
         """`--store` given after the command."""
@@ -33,10 +43,36 @@ class Context:
         """`--kernelbench` given after the command."""
         self.kernelbench, self._problems = kernelbench, None
 
+    def use_kbv(self, kbv: str) -> None:
+        """`--kbv`: the KernelBench-Verified checkout its adapter reads, by `KBM_KBV`."""
+        os.environ["KBM_KBV"] = str(Path(kbv).expanduser().absolute())
+
+    def use_benches(self, benches: Iterable[str]) -> None:
+        """`--bench` (before or after the command): add the packs, and check every pack loaded now,
+        before the command writes anything."""
+        pack.use_benches(benches)  # by KBM_BENCH, so kbm's compiling and GPU processes load them too
+        self._packs = self._problems = None
+        self.packs()
+
+    def packs(self) -> list[Pack]:
+        """The packs beside kbm's own (plug-ins, KBM_BENCH, --bench); their rules and adapters are
+        loaded too, so that a clash with kbm's is one line here (PackError, RuleError, ProtocolError)."""
+        if self._packs is None:
+            for line in refused_plugins().values():
+                if line not in self._warned:  # once, though a late --bench loads the packs again
+                    self._warned.add(line)
+                    click.echo(f"Warning: {line}", err=True)
+            packs = user_packs()
+            if packs:
+                load_rules()
+                installed()
+            self._packs = packs
+        return self._packs
+
     def problems(self) -> ProblemSet:
-        """The problems here: the built-in set, and the KernelBench checkout if one is given."""
+        """The problems here: the built-in set, the KernelBench checkout if one is given, and the packs."""
         if self._problems is None:
-            self._problems = ProblemSet.discover(self.kernelbench)
+            self._problems = ProblemSet.discover(self.kernelbench, self.packs())
         return self._problems
 
     def substrate_problems(self, refs: Iterable[str], level: str | None) -> list[Problem]:

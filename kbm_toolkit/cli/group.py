@@ -20,6 +20,9 @@ from kbm_toolkit.errors import KbmError, NoDevice, OptionError, OutputError
 STORE_HELP = ("SQLite store to read and write [default: $KBM_STORE, else ~/.local/share/kbm/kbm.db]; "
               "@kernelbench or @demo reads a store shipped with kbm.")
 KERNELBENCH_HELP = "A KernelBench checkout to load problems from [env KBM_KERNELBENCH]."
+BENCH_HELP = ("A benchmark pack (a folder with bench.toml: problems, substrates, adapters, rules) to load beside "
+              "kbm's own; repeatable [env KBM_BENCH, a path list]. kbm init-bench writes one.")
+KBV_HELP = "A KernelBench-Verified checkout, for its hidden tests [env KBM_KBV]."
 
 
 class KbmGroup(click.Group):
@@ -60,10 +63,18 @@ def _exit_code(error: KbmError) -> ExitCode:
 @click.option("--store", type=click.Path(dir_okay=False), help=STORE_HELP)
 @click.option("--kernelbench", envvar="KBM_KERNELBENCH", type=click.Path(exists=True, file_okay=False),
               help=KERNELBENCH_HELP)
+@click.option("--bench", "benches", multiple=True, type=click.Path(exists=True, file_okay=False),
+              metavar="PATH", help=BENCH_HELP)
+@click.option("--kbv", envvar="KBM_KBV", type=click.Path(exists=True, file_okay=False), metavar="PATH",
+              help=KBV_HELP)
 @click.pass_context
-def cli(ctx: click.Context, store: str | None, kernelbench: str | None) -> None:
-    """Measure how good a GPU-kernel benchmark's correctness checker is, by mutation analysis."""
-    ctx.obj = Context(store, kernelbench)
+def cli(ctx: click.Context, store: str | None, kernelbench: str | None, benches: tuple[str, ...],
+        kbv: str | None) -> None:
+    """Measure how good a GPU-kernel benchmark's correctness checker is, by mutation analysis.
+
+    Your own benchmark: `kbm init-bench DIR`, then `kbm --bench DIR check` (docs/packs.md).
+    """
+    ctx.obj = Context(store, kernelbench, benches, kbv)
 
 
 for _module in (substrate_cmds, mutation_cmds, evaluation_cmds, analysis_cmds, output_cmds):

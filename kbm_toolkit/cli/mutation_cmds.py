@@ -17,7 +17,7 @@ from kbm_toolkit.vocabulary import FAMILIES, MutantStatus
 @command("rules")
 @click.option("--family", type=click.Choice(FAMILIES), help="Only this family.")
 @click.option("--sites", "count_sites", is_flag=True,
-              help="Count each rule's sites over every shipped substrate (no compiling).")
+              help="Count each rule's sites over every substrate here, kbm's and the packs' (no compiling).")
 @json_option
 @click.pass_obj
 def rules_cmd(obj: Context, family: str | None, count_sites: bool, as_json: bool) -> None:

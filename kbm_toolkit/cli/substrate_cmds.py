@@ -1,10 +1,11 @@
-"""Commands about problems and their substrates: doctor, problems, check, gate."""
+"""Commands about problems and their substrates: doctor, problems, check, gate, init-bench."""
 
 from __future__ import annotations
 
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
@@ -34,7 +35,7 @@ def doctor(obj: Context) -> None:
 @json_option
 @click.pass_obj
 def problems_cmd(obj: Context, level: str | None, as_json: bool) -> None:
-    """List problems, whether each has a substrate, and its gate verdict in the store.
+    """List problems, their pack, whether each has a substrate, and its gate verdict in the store.
 
     Then the problems the store gated whose files are not here (the shipped KernelBench pool
     without a checkout).
@@ -48,7 +49,8 @@ def problems_cmd(obj: Context, level: str | None, as_json: bool) -> None:
         click.echo(json.dumps(rows, indent=1))
         return
     for r in rows:
-        click.echo(f"{r['problem']:<48} {r['status']}" + ("" if r["here"] else " (in the store; its file is not here)"))
+        click.echo(f"{r['problem']:<48} {r['pack'] or '-':<12} {r['status']}"
+                   + ("" if r["here"] else " (in the store; its file is not here)"))
 
 
 @command()
@@ -133,4 +135,24 @@ def gate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str |
         sys.exit(ExitCode.GATE_FAILED)
 
 
-COMMANDS = [doctor, problems_cmd, check, gate]
+@command("init-bench")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--name", help="The pack's name, the prefix of its keys (default: the folder's name).")
+def init_bench(folder: str, name: str | None) -> None:
+    """Write a new benchmark pack: a manifest, one problem, its substrate and one protocol.
+
+    FOLDER must be new or empty. The pack passes `kbm --bench FOLDER check` as written; replace
+    the example with your problems (docs/packs.md is the reference).
+
+    Example: kbm init-bench mybench && kbm --bench mybench check
+    """
+    from kbm_toolkit.problems.pack import init_pack
+
+    pack = init_pack(folder, name)
+    for path in sorted(p for p in pack.root.rglob("*") if p.is_file()):
+        click.echo(f"wrote {Path(folder) / path.relative_to(pack.root)}")
+    click.echo(f"Pack {pack.name!r}: its problems are {pack.name}/<level>/<id>_<Name>. "
+               f"Next: kbm --bench {folder} check")
+
+
+COMMANDS = [doctor, problems_cmd, check, gate, init_bench]

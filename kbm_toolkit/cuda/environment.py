@@ -90,9 +90,9 @@ def doctor_rows(problem_set: ProblemSet, store_path: Path) -> list[tuple[str, st
     else:
         rows.append(("device", "none visible: kbm compiles (NVRTC) and reports from the store; "
                                "gate and evaluation need a GPU"))
-    for origin, root in problem_set.roots:
-        count = sum(1 for p in problem_set.problems().values() if p.origin == origin)
-        rows.append((f"problems ({origin})", f"{root} ({count} problems)"))
+    for pack in problem_set.packs:
+        count = sum(1 for p in problem_set.problems().values() if p.origin == pack.name)
+        rows.append((f"problems ({pack.name})", f"{pack.problems} ({count} problems)"))
     if not problem_set.has_kernelbench:
         rows.append(("KernelBench", "not set: pass --kernelbench PATH or set KBM_KERNELBENCH"))
     rows.append(("store", str(store_path)))

@@ -1,4 +1,5 @@
-"""Mutation rules as data: `rules/*.toml`, each a deterministic regex rewrite in one fault family.
+"""Mutation rules as data: `rules/*.toml` (kbm's, and each pack's), each a deterministic regex rewrite in one
+fault family.
 
 ```toml
 [[rule]]
@@ -33,6 +34,7 @@ from typing import Any, Callable, Iterator
 from kbm_toolkit.mutation.cuda_source import CudaSource
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.paths import data_dir
+from kbm_toolkit.problems.pack import user_packs
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.problems.substrate import FILES, has_substrate, substrate_for
 from kbm_toolkit.tomlfile import load_toml
@@ -126,9 +128,15 @@ class Rule:
         return out
 
 
+def rule_files() -> list[Path]:
+    """The shipped `rules/*.toml`, then every loaded pack's (`user_packs`)."""
+    return [*sorted(data_dir("rules").glob("*.toml")), *(f for pack in user_packs() for f in pack.rule_files())]
+
+
 def load_rules(paths: list[Path] | None = None) -> list[Rule]:
-    """Every rule in `paths` (default: the shipped `rules/*.toml`), validated, in file order."""
-    files = paths if paths is not None else sorted(data_dir("rules").glob("*.toml"))
+    """Every rule in `paths` (default: `rule_files()`, kbm's and the packs'), validated, in file order;
+    a name used twice is a RuleError naming the later file."""
+    files = paths if paths is not None else rule_files()
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path in files:

@@ -28,9 +28,12 @@ class Problem:
     name: str
     path: Path
     origin: str
-    """`builtin` (kbm's own set) or `kernelbench` (a user's checkout)."""
+    """The pack it comes from: `demo` (kbm's own set), `kernelbench` (a user's checkout) or a pack's name
+    (stores written before packs say `builtin` for `demo`)."""
     stored_constants: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     """The constants a store recorded for it (`problem_from_row`): they stand for the file's."""
+    substrate_dir: Path | None = field(default=None, compare=False, repr=False)
+    """Its pack's substrate folder for it (there or not); None: `substrates/<level>/<id>_<Name>` of kbm's own."""
 
     @property
     def source(self) -> str:
@@ -70,12 +73,14 @@ class Problem:
     def record(self) -> dict[str, Any]:
         """The problem as a plain record a worker task carries (`from_record` reads it back)."""
         return {"key": self.key, "level": self.level, "number": self.number, "name": self.name,
-                "path": str(self.path), "origin": self.origin, "stored_constants": self.stored_constants}
+                "path": str(self.path), "origin": self.origin, "stored_constants": self.stored_constants,
+                "substrate_dir": str(self.substrate_dir) if self.substrate_dir is not None else None}
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> "Problem":
         """A Problem from the plain record a task carries."""
-        return cls(**{**data, "path": Path(data["path"])})
+        folder = data.get("substrate_dir")
+        return cls(**{**data, "path": Path(data["path"]), "substrate_dir": Path(folder) if folder else None})
 
     def load(self, overrides: dict[str, Any] | None = None) -> "ProblemModule":
         """Execute the file in a fresh namespace, with module constants overridden."""
@@ -106,7 +111,7 @@ class ProblemModule:
                 f"(constants: {', '.join(sorted(known)) or 'none'})", problem.path)
         if overrides:
             tree = override_constants(tree, overrides)
-        namespace: dict[str, Any] = {"__name__": f"kbm_problem_{problem.level}_{problem.number}",
+        namespace: dict[str, Any] = {"__name__": f"kbm_problem_{problem.level.replace('/', '_')}_{problem.number}",
                                      "__file__": str(problem.path)}
         try:
             exec(compile(tree, str(problem.path), "exec"), namespace)
@@ -142,6 +147,7 @@ def problem_from_row(key: str, row: dict[str, Any]) -> Problem:
         constants = ast.literal_eval(row["constants"]) if row.get("constants") else None
     except (ValueError, SyntaxError):  # written by hand, or by a kbm that stored something else
         constants = None
-    return Problem(key, row.get("level") or key.split("/")[0], int(row.get("number") or 0),
-                   row.get("name") or key.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "",
+    level, _, stem = key.rpartition("/")  # a pack's keys hold two slashes: mybench/level1/1_MyRelu
+    return Problem(key, row.get("level") or level, int(row.get("number") or 0),
+                   row.get("name") or stem.split("_", 1)[-1], Path(row.get("path") or key), row.get("origin") or "",
                    constants if isinstance(constants, dict) else None)

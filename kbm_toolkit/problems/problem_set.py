@@ -1,21 +1,19 @@
-"""The problems kbm can see: its built-in set, and a KernelBench checkout when one is given."""
+"""The problems kbm can see: its built-in set, a KernelBench checkout when one is given, and packs."""
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Iterable
 
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.paths import data_dir
+from kbm_toolkit.problems.pack import LEVELS_IN_SCOPE, Pack, builtin_packs, user_packs
 from kbm_toolkit.problems.problem import Problem
-from kbm_toolkit.problems.substrate import has_substrate
+from kbm_toolkit.problems.substrate import has_substrate, substrates_root
 
-LEVELS_IN_SCOPE = ("level1", "level2", "level3")
-"""KernelBench level 4 downloads model weights at run time: out of scope."""
-
-_FILE_RE = re.compile(r"^(\d+)_(.+)\.py$")
+def in_level(problem_level: str, level: str | None) -> bool:
+    """Whether a problem of `problem_level` is selected by `--level level`: that level, or every
+    level of a pack when `level` is the pack's name (`mybench` selects `mybench/level1`, …)."""
+    return level is None or problem_level == level or problem_level.startswith(level.rstrip("/") + "/")
 
 
 def resolve_problem(problems: dict[str, Problem], ref: str, where: str) -> Problem:
@@ -34,38 +32,39 @@ def resolve_problem(problems: dict[str, Problem], ref: str, where: str) -> Probl
 
 
 class ProblemSet:
-    """The problems kbm can see: its own built-in set, plus a KernelBench checkout if given."""
+    """The problems kbm can see: those of its own packs (`demo`, `kernelbench` with a checkout) and of
+    every other pack loaded, each pack's keys under its prefix."""
 
-    def __init__(self, roots: list[tuple[str, Path]]) -> None:
-        self.roots = roots
+    def __init__(self, packs: Iterable[Pack | tuple[str, Path]]) -> None:
+        # an (origin, folder) pair is a folder of <level>/<id>_<Name>.py with kbm's substrates (tests build these)
+        self.packs = [p if isinstance(p, Pack) else Pack(p[0], "", Path(p[1]), Path(p[1]), substrates_root(),
+                                                         levels=LEVELS_IN_SCOPE if p[0] == "kernelbench" else None)
+                      for p in packs]
         self._problems: dict[str, Problem] | None = None
 
     @classmethod
-    def discover(cls, kernelbench: str | Path | None = None) -> "ProblemSet":
-        """Built-in problems, plus `kernelbench` (or `KBM_KERNELBENCH`) when set."""
-        roots: list[tuple[str, Path]] = [("builtin", data_dir("problems"))]
-        checkout = kernelbench or os.environ.get("KBM_KERNELBENCH")
-        if checkout:
-            roots.append(("kernelbench", kernelbench_root(Path(checkout))))
-        return cls(roots)
+    def discover(cls, kernelbench: str | Path | None = None, packs: Iterable[Pack] | None = None) -> "ProblemSet":
+        """Built-in problems, `kernelbench` (or `KBM_KERNELBENCH`) when set, and `packs` (default:
+        every pack loaded, `user_packs()`)."""
+        return cls([*builtin_packs(kernelbench), *(user_packs() if packs is None else packs)])
+
+    @property
+    def roots(self) -> list[tuple[str, Path]]:
+        """(pack name, problems folder) of every pack."""
+        return [(p.name, p.problems) for p in self.packs]
 
     def problems(self) -> dict[str, Problem]:
         """Every problem, by key, in level then id order."""
         if self._problems is None:
             found: dict[str, Problem] = {}
-            for origin, root in self.roots:
-                for level_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-                    if origin == "kernelbench" and level_dir.name not in LEVELS_IN_SCOPE:
-                        continue
-                    for path in level_dir.glob("*.py"):
-                        m = _FILE_RE.match(path.name)
-                        if not m:
-                            continue
-                        key = f"{level_dir.name}/{m.group(1)}_{m.group(2)}"
-                        found[key] = Problem(key, level_dir.name, int(m.group(1)), m.group(2),
-                                             path, origin)
+            for pack in self.packs:
+                found.update(pack.load_problems())
             self._problems = dict(sorted(found.items(), key=lambda kv: (kv[1].level, kv[1].number)))
         return self._problems
+
+    def pack_of(self, problem: Problem) -> Pack | None:
+        """The pack `problem` comes from (by its origin), if it is loaded here."""
+        return next((p for p in self.packs if p.name == problem.origin), None)
 
     def get(self, ref: str) -> Problem:
         """Resolve `level1/23_Softmax`, `level1/23`, `23_Softmax` or `Softmax` to one problem."""
@@ -76,12 +75,12 @@ class ProblemSet:
         refs = list(refs)
         if refs:
             return [self.get(r) for r in refs]
-        return [p for p in self.problems().values() if level is None or p.level == level]
+        return [p for p in self.problems().values() if in_level(p.level, level)]
 
     @property
     def has_kernelbench(self) -> bool:
         """Whether a KernelBench checkout is among the roots."""
-        return any(origin == "kernelbench" for origin, _ in self.roots)
+        return any(p.name == "kernelbench" for p in self.packs)
 
     def with_substrates(self, refs: Iterable[str] = (), level: str | None = None) -> list[Problem]:
         """The problems named by `refs`, or, when none are named, every one (of `level`) with a
@@ -99,11 +98,3 @@ class ProblemSet:
         """The one-line error for a selection that came out empty, e.g. "no problem of level1 with a substrate"."""
         return ProblemError(f"no problem{f' of {level}' if level else ''} {lacking}"
                             + ("" if self.has_kernelbench else "; KernelBench's levels need --kernelbench CHECKOUT"))
-
-
-def kernelbench_root(checkout: Path) -> Path:
-    """The folder holding `level1/`…: the checkout's `KernelBench/`, or the path itself."""
-    for candidate in (checkout / "KernelBench", checkout):
-        if (candidate / "level1").is_dir():
-            return candidate
-    raise ProblemError("not a KernelBench checkout: no KernelBench/level1 folder", checkout)

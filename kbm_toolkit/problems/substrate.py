@@ -1,6 +1,6 @@
 """Substrates: our correct CUDA implementation of each problem, the target of mutation.
 
-A substrate is a folder `substrates/<level>/<id>_<Name>/` holding `kernel.cu` (every line of device
+A substrate is a folder `substrates/<level>/<id>_<Name>/` (of kbm, or of the problem's pack) holding `kernel.cu` (every line of device
 code: the only file rules rewrite) and `launch.py` (the host side: `launch(k, model, *inputs)`
 allocates outputs and launches kernels; it never computes with torch). An optional
 `substrate.toml` lists extra shapes the gate tries (`[gate] shapes = [{dim = 1001}]`).
@@ -100,9 +100,17 @@ def substrates_root() -> Path:
     return data_dir("substrates")
 
 
+def substrate_folder(problem: Problem, root: Path | None = None) -> Path:
+    """Where `problem`'s substrate lives: in its pack (`Problem.substrate_dir`), else, or under `root`
+    when one is given, `<root>/<level>/<id>_<Name>` (root: kbm's `substrates/`)."""
+    if root is None and problem.substrate_dir is not None:
+        return problem.substrate_dir
+    return (root or substrates_root()) / problem.level / f"{problem.number}_{problem.name}"
+
+
 def substrate_for(problem: Problem, root: Path | None = None) -> Substrate:
     """The substrate of `problem`; SubstrateError if it has none or the folder is incomplete."""
-    folder = (root or substrates_root()) / problem.level / f"{problem.number}_{problem.name}"
+    folder = substrate_folder(problem, root)
     if not folder.is_dir():
         raise SubstrateError(f"no substrate for {problem.key}", folder)
     for name in ("kernel.cu", "launch.py"):
@@ -113,4 +121,4 @@ def substrate_for(problem: Problem, root: Path | None = None) -> Substrate:
 
 def has_substrate(problem: Problem, root: Path | None = None) -> bool:
     """Whether a substrate folder exists for `problem`."""
-    return ((root or substrates_root()) / problem.level / f"{problem.number}_{problem.name}").is_dir()
+    return substrate_folder(problem, root).is_dir()

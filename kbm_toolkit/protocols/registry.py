@@ -1,6 +1,7 @@
-"""Find protocols: installed adapters (entry-point group `kbm.adapters`) or a path.
+"""Find protocols: installed adapters (entry-point group `kbm.adapters`, and the packs' `adapters/`) or a path.
 
-An entry point names a callable returning the adapter's folder (or its protocol.toml). Listing
+An entry point names a callable returning the adapter's folder (or its protocol.toml); a loaded
+pack's `adapters/<name>/` is adapter `<name>`, and may take no installed adapter's or protocol's name. Listing
 names imports nothing; loading one adapter imports only that adapter. Every option that names a
 protocol resolves it here, the same way: a protocol's name (an adapter's or a variant's), or a
 folder or `.toml` file. A protocol given by path may not take an installed protocol's name: the
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.problems.pack import user_packs
 from kbm_toolkit.protocols.protocol import Protocol, ProtocolError, load_protocols
 
 GROUP = "kbm.adapters"
@@ -38,9 +40,30 @@ def _entry_points() -> tuple[dict[str, EntryPoint], list[EntryPoint]]:
     return found, refused
 
 
+def _pack_adapters(taken: Iterable[str]) -> dict[str, Path]:
+    """Every loaded pack's `adapters/<name>/` by name; one named like an installed adapter (`taken`)
+    or like another pack's is a ProtocolError naming its protocol.toml."""
+    found: dict[str, Path] = {}
+    taken = set(taken)
+    for pack in user_packs():
+        for folder in pack.adapter_folders():
+            if folder.name in taken or folder.name in found:
+                other = "an installed adapter" if folder.name in taken else f"the adapter at {found[folder.name]}"
+                raise ProtocolError(f"adapter {folder.name!r} of pack {pack.name!r} is named like {other}: "
+                                    "rename its folder", folder / "protocol.toml")
+            found[folder.name] = folder
+    return found
+
+
+def _adapters() -> dict[str, EntryPoint | Path]:
+    """Every adapter by name: entry points (the built-in ones too), then the packs' folders."""
+    eps = _entry_points()[0]
+    return {**eps, **_pack_adapters(eps)}
+
+
 def adapter_names() -> list[str]:
-    """Names of the installed adapters, without importing any."""
-    return sorted(_entry_points()[0])
+    """Names of the installed adapters (the packs' too), without importing any."""
+    return sorted(_adapters())
 
 
 def refused_adapters() -> dict[str, str]:
@@ -53,12 +76,17 @@ def refused_adapters() -> dict[str, str]:
 
 def adapter_protocols(name: str) -> list[Protocol]:
     """The protocols (base and variants) of installed adapter `name`."""
-    ep = _entry_points()[0][name]
+    return _protocols_of(name, _adapters()[name])
+
+
+def _protocols_of(name: str, target: EntryPoint | Path) -> list[Protocol]:
+    if isinstance(target, Path):  # a pack's adapter folder
+        return load_protocols(target)
     try:
-        target = ep.load()()
+        folder = target.load()()
     except Exception as e:  # a third-party plug-in that breaks on import
-        raise KbmError(f"adapter {name!r} ({ep.value}) failed to load: {type(e).__name__}: {e}") from e
-    return load_protocols(Path(target))
+        raise KbmError(f"adapter {name!r} ({target.value}) failed to load: {type(e).__name__}: {e}") from e
+    return load_protocols(Path(folder))
 
 
 def all_protocols() -> list[Protocol]:
@@ -69,7 +97,8 @@ def all_protocols() -> list[Protocol]:
 def installed() -> list[tuple[str, Protocol]]:
     """(adapter, protocol) for every installed protocol, adapters by name. A plug-in's protocol (a
     variant, say) named like a built-in one, or like one of an adapter listed before it, is left
-    out, so that no plug-in takes the place of a protocol kbm already has (`shadowed` names them)."""
+    out, so that no plug-in takes the place of a protocol kbm already has (`shadowed` names them);
+    a pack's protocol named like any other is a ProtocolError naming its file."""
     return _installed()[0]
 
 
@@ -79,11 +108,12 @@ def shadowed() -> list[str]:
 
 
 def _installed() -> tuple[list[tuple[str, Protocol]], list[str]]:
-    names = adapter_names()
-    loaded = {name: adapter_protocols(name) for name in names}
+    adapters = _adapters()
+    loaded = {name: _protocols_of(name, target) for name, target in sorted(adapters.items())}
+    plugins = [name for name in loaded if not isinstance(adapters[name], Path)]
     taken = {p.name: name for name in BUILT_IN if name in loaded for p in loaded[name]}
     rows, left_out = [], []
-    for name in names:
+    for name in plugins:
         for p in loaded[name]:
             owner = taken.setdefault(p.name, name)
             if owner != name:
@@ -91,7 +121,14 @@ def _installed() -> tuple[list[tuple[str, Protocol]], list[str]]:
                                 f"{owner!r}: it is not loaded; rename it")
                 continue
             rows.append((name, p))
-    return rows, left_out
+    for name in (n for n in loaded if n not in plugins):  # a pack's protocols: a clash is the pack's error
+        for p in loaded[name]:
+            if p.name in taken:
+                raise ProtocolError(f"protocol {p.name!r} of pack adapter {name!r} is named like one of adapter "
+                                    f"{taken[p.name]!r}: rename it", p.path)
+            taken[p.name] = name
+            rows.append((name, p))
+    return sorted(rows, key=lambda row: row[0]), left_out
 
 
 def load_protocol(ref: str, known_problems: Iterable[str] | None = None) -> Protocol:
@@ -127,8 +164,9 @@ def _check_not_shadowing(protocol: Protocol) -> None:
 
 
 def _names_problem(entry: str, keys: set[str]) -> bool:
-    """Whether `entry` (a key, or `level/id`) names one of `keys`."""
-    return entry in keys or any(k.split("_", 1)[0] == entry for k in keys)
+    """Whether `entry` (a key, or `level/id`) names one of `keys` (a pack's level holds a slash, its name a `_`)."""
+    return entry in keys or any(f"{k.rpartition('/')[0]}/{k.rpartition('/')[2].split('_', 1)[0]}" == entry
+                                for k in keys)
 
 
 def check_problems_named(protocol: Protocol, keys: set[str]) -> None:

@@ -12,6 +12,7 @@ from kbm_toolkit import __version__
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
 from kbm_toolkit.analysis.score import run_protocol, witnessed
 from kbm_toolkit.outputs import output_file
+from kbm_toolkit.problems.pack import locate_substrate
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.problems.substrate import FILES, Substrate, has_substrate, substrate_for
 from kbm_toolkit.protocols.protocol import Protocol
@@ -32,9 +33,9 @@ def _end(text: str, line: int, col: int) -> dict[str, int]:
 def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) -> dict[str, Any]:
     """The report for `protocol`: Killed (it detects), Survived (witnessed, missed), Ignored
     (equivalent, duplicate, or unwitnessed), CompileError, RuntimeError (quarantined on the
-    probe), Pending (not evaluated yet). Problems come from the store and substrates from kbm, so
-    no KernelBench checkout is needed; mutants of a substrate that has changed since, or that kbm
-    does not ship, are left out."""
+    probe), Pending (not evaluated yet). Problems come from the store and substrates from kbm (a
+    pack's from its pack), so no KernelBench checkout is needed; mutants of a substrate that has
+    changed since, or that kbm does not ship, are left out."""
     matrices = {mx.problem.key: mx for mx in load_matrices(store)}
     mx_list = list(matrices.values())
     wit = witnessed([run_protocol(p, mx_list) for p in denominator])
@@ -43,7 +44,7 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) 
     files: dict[str, Any] = {}
     problems = store.problem_rows()
     for key in store.problems_with_mutants():
-        problem = problem_from_row(key, problems.get(key, {}))
+        problem = locate_substrate(problem_from_row(key, problems.get(key, {})))  # a pack's, in its pack
         if not has_substrate(problem):
             continue
         substrate: Substrate = substrate_for(problem)
