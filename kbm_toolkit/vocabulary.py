@@ -93,6 +93,8 @@ class RecordKind(Word):
     """An input was built and checked: the correct kernel's verdict on it (its validity)."""
     REBUILT = "rebuilt"
     """An input checked before was built again (after a restart): only its time is news."""
+    MARGINS = "margins"
+    """Margins added to a stored input check (against another reference environment, say)."""
     START = "start"
     """A mutant's launch on an input begins: a crash or overrun from here is charged to it."""
     CELL = "cell"

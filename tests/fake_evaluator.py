@@ -5,7 +5,8 @@ Behaviour per mutant comes from the KBM_FAKE environment variable (JSON: mutant 
 task stops), `hang` — each on the real inputs only — or `probe-crash` (dies on the probe input
 only)), and under the key `invalid` a list of transform ops: an input with one fails its check (the
 correct kernel misses by 0.5); every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
-halfway.
+halfway. Every margin the task asks for beyond the columns is the strict margin again, as if the
+other references agreed bit for bit; an input in `recheck` gets a `margins` record.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from typing import Any, Iterator
 
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
+from kbm_toolkit.judging import margin_key
 from kbm_toolkit.problems.input_spec import InputSpec
 
 
@@ -25,20 +27,25 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     done = {tuple(p) for p in task.get("done", ())}
     checked = set(task.get("checked", ()))
     settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
+    keys = [margin_key(*m) for m in task.get("margins", ())]
+    recheck = task.get("recheck", {})
     for record in task["specs"]:
         spec = InputSpec.from_record(record)
         pending = [m for m in task["mutants"] if (m["id"], spec.id) not in done
                    and (settled is None or settled.needed(m["id"], spec.id))]
-        if not pending and spec.id in checked:
+        if not pending and spec.id in checked and spec.id not in recheck:
             continue
         probe = spec.label == "probe" or bool(spec.shape)
         off = any(t["op"] in behaviour.get("invalid", ()) for t in record.get("transforms", ()))
         if spec.id in task.get("valid", {}):  # checked before: built again, not checked again
+            if spec.id in recheck:
+                yield {"kind": "margins", "input": spec.id, "margins": dict.fromkeys(keys, recheck[spec.id]["margin"])}
             yield {"kind": "rebuilt", "input": spec.id, "valid": True, "margin": task["valid"][spec.id],
                    "ref_ms": 1.0, "build_ms": 1.0}
         else:
             yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 0.5 if off else 1e-7,
-                   "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0, "build_ms": 1.0}
+                   "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0, "build_ms": 1.0,
+                   "margins": dict.fromkeys(keys, 0.5 if off else 1e-7)}
         if settled is not None:
             settled.check(spec.id, 0.5 if off else 1e-7)
         for m in pending:
@@ -60,4 +67,4 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 settled.cell(m["id"], spec.id, "pass", 0.5 if killed else 1e-6)
             yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
                    "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0,
-                   "load_ms": 0.5, "check_ms": 0.25}
+                   "load_ms": 0.5, "check_ms": 0.25, "margins": dict.fromkeys(keys, 0.5 if killed else 1e-6)}

@@ -598,3 +598,45 @@ def test_the_compile_pool_yields_the_cpu_to_workers_and_spares() -> None:
 
     with compile_pool(1) as pool:
         assert pool.submit(os.nice, 0).result() == min(os.nice(0) + COMPILE_NICENESS, 19)
+
+
+def test_checks_stored_without_a_runs_margins_get_them_added_once(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.judging import PYTORCH_DEFAULT, margin_key
+
+    store, _ = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake(margins=[]))
+    rows = list(store.db["input_checks"].rows)
+    assert rows and all(r["margins"] is None for r in rows)  # a run asked for none: as before schema m013
+    cells_before = store.db["cells"].count
+    wanted = [(PYTORCH_DEFAULT, "output", 0.0), (PYTORCH_DEFAULT, "output", 1.0)]
+    summary = run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"},
+                             fake(margins=wanted, checks_only=True))
+    assert summary.problems == {problem.key: "done"} and store.db["cells"].count == cells_before
+    for r in store.db["input_checks"].rows_where("margins is not null"):
+        assert set(json.loads(r["margins"])) == {margin_key(*m) for m in wanted}
+        assert json.loads(r["margins"])[margin_key(*wanted[1])] == r["margin"]  # the fake's references agree
+    ids = [s.id for s in specs_for(problem)]  # the run's inputs; the probe input gets none
+    added = {r["input"] for r in store.db["input_checks"].rows_where("margins is not null")}
+    assert added == {r["input"] for r in store.db["input_checks"].rows_where("valid = 1") if r["input"] in ids}
+    assert len(added) == 3
+    runs = store.db["runs"].count
+    again = run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"},
+                           fake(margins=wanted, checks_only=True))
+    assert again.problems == {problem.key: "done"} and store.db["runs"].count == runs + 1
+
+
+def test_new_cells_carry_every_margin_the_run_asks_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.judging import PYTORCH_DEFAULT, margin_key
+
+    store, _ = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    wanted = [(PYTORCH_DEFAULT, "output", 1.0)]
+    run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
+                   fake(margins=wanted))
+    passing = list(store.db["cells"].rows_where("outcome = 'pass'"))
+    assert passing and all(json.loads(c["margins"]) == {margin_key(*wanted[0]): c["margin"]} for c in passing)

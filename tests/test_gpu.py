@@ -125,3 +125,34 @@ def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path
         for t in (1e-2, 1e-3):
             mine, theirs = (run_protocol(protocol, load_matrices(stores[s]), t) for s in ("first", "full"))
             assert mine.detected == theirs.detected and not mine.missing_cells
+
+
+def test_a_tf32_reference_is_computed_once_per_input_and_its_margins_stored(tmp_path: Path) -> None:
+    # KernelBench's checkers run references with PyTorch's defaults: cuDNN convolutions in TF32
+    import json
+
+    from kbm_toolkit.evaluation.options import RunOptions
+    from kbm_toolkit.evaluation.run import run_evaluation
+    from kbm_toolkit.judging import PYTORCH_DEFAULT, margin_key
+    from kbm_toolkit.problems.input_spec import official_specs
+    from kbm_toolkit.store import Store
+
+    from support import KERNELBENCH
+
+    if not (KERNELBENCH / "KernelBench" / "level2").is_dir():
+        pytest.skip("needs a KernelBench checkout")
+    problems = ProblemSet.discover(KERNELBENCH)
+    conv, relu = problems.get("level2/1"), problems.get("demo/1")
+    store = Store(tmp_path / "s.db")
+    wanted = [(PYTORCH_DEFAULT, "output", 0.0), (PYTORCH_DEFAULT, "output", 1.0)]
+    run_evaluation(store, [conv, relu], lambda p: official_specs(p, 1), "test", device_arch(), {"gpu": "test"},
+                   RunOptions(checks_only=True, margins=wanted))
+    checks = {r["input"]: r for r in store.db["input_checks"].rows}
+    by_problem = {p.key: checks[official_specs(p, 1)[0].id] for p in (conv, relu)}
+    for key, check in by_problem.items():
+        assert check["valid"] == 1, (key, check)
+        assert set(json.loads(check["margins"])) == {margin_key(*m) for m in wanted}
+    tf32 = json.loads(by_problem[conv.key]["margins"])[margin_key(PYTORCH_DEFAULT, "output", 1.0)]
+    same = json.loads(by_problem[relu.key]["margins"])[margin_key(PYTORCH_DEFAULT, "output", 1.0)]
+    assert tf32 > 10 * by_problem[conv.key]["margin"]  # TF32 noise, far above the fp32 kernel's own
+    assert same == by_problem[relu.key]["margin"]  # no convolution: the two references agree bit for bit

@@ -24,6 +24,9 @@ class Matrix:
     present: dict[str, set[str]] = field(default_factory=dict)
     """Input -> the mutants with a cell on it, for inputs some mutant lacks (with quiet cells unloaded,
     `cells` alone cannot tell a gap from a quiet cell)."""
+    details: dict[tuple[str, str], tuple[float | None, dict[str, float | None]]] | None = None
+    """(mutant, input) -> (max_abs, other margins) for the cells loaded, when loaded with `details`:
+    what judging at another atol/rtol ratio or against another reference reads (`judged`)."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
     _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] | None = field(default=None, repr=False)
@@ -61,17 +64,20 @@ class Matrix:
 
 
 def load_matrices(store: Any, floor: float | None = None, full_rows: bool = False,
-                  sample: float | None = None) -> list[Matrix]:
+                  sample: float | None = None, details: bool = True) -> list[Matrix]:
     """Every refereeable problem that has distinct mutants, with what the store knows about it.
 
     A problem evaluated on a sample (`kbm run --sample`) holds only its sampled mutants; with
     `full_rows`, only those evaluated without `--first-kill` (what set cover needs); with
     `sample`, at most that share (samples nest, so a wider store reproduces a narrower one). With
     `floor`, cells that pass with a margin at or under it are left out: they kill at no tolerance
-    >= floor (`Store.matrix_rows`).
+    >= floor (`Store.matrix_rows`). With `details`, every margin a cell has is loaded too (and
+    decides what the floor leaves out): what protocols judging otherwise than allclose at
+    atol = rtol against strict fp32 need.
     """
     return [Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"], r["evaluated"],
-                   r["present"]) for key, r in store.matrix_rows(floor, full_rows, sample).items()]
+                   r["present"], r["details"] if details else None)
+            for key, r in store.matrix_rows(floor, full_rows, sample, details).items()]
 
 
 def valid_at(check: dict[str, Any] | None, t: float) -> bool:

@@ -19,9 +19,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbm_toolkit.analysis.judged import judged
 from kbm_toolkit.analysis.matrix import Matrix, load_matrices, valid_at
 from kbm_toolkit.analysis.refereeability import flags
 from kbm_toolkit.errors import KbmError
+from kbm_toolkit.judging import STRICT, Judging
 from kbm_toolkit.protocols.protocol import Protocol
 
 
@@ -38,16 +40,34 @@ class ProtocolResult:
     missing_cells: dict[str, int] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     """Problems whose specs could not be built here (e.g. a hook needs the problem file)."""
+    judging: Judging | None = None
+    """How outputs were judged (the protocol's own, or an --atol/--rtol override)."""
+    rejected_as_run: list[dict[str, Any]] = field(default_factory=list)
+    """Valid inputs (strict fp32) on which the correct kernel fails against the protocol's own
+    reference: false rejections its benchmark makes as it runs."""
+    unmeasured_as_run: int = 0
+    """Valid inputs with no margin against the protocol's own reference stored."""
+    undecided_cells: int = 0
+    strict_cells: int = 0
+    undecided_checks: int = 0
 
 
 def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | None = None,
-                 inputs_of: Protocol | None = None) -> ProtocolResult:
-    """Detected mutants per problem for `protocol` at `tolerance` (default its own), judging
-    validity and kills at that tolerance. `inputs_of` takes the inputs from another protocol
-    (for the decomposition of a gain into inputs and tolerance)."""
-    t = protocol.tolerance if tolerance is None else tolerance
+                 inputs_of: Protocol | None = None, judging: Judging | None = None) -> ProtocolResult:
+    """Detected mutants per problem for `protocol` at `tolerance` (atol = rtol; default its own),
+    or as `judging` says, judging validity and kills alike. `inputs_of` takes the inputs from
+    another protocol (for the decomposition of a gain into inputs and tolerance)."""
+    if judging is None:
+        judging = protocol.judge if tolerance is None else protocol.judge.with_tolerances(tolerance, tolerance)
+    t = judging.atol
     source = inputs_of or protocol
-    result = ProtocolResult(protocol.name, t)
+    result = ProtocolResult(protocol.name, t, judging=judging)
+    view = None
+    if not judging.is_default:  # cells and checks re-judged from their stored margins
+        view = judged(matrices, judging)
+        matrices = view.matrices
+        result.undecided_cells, result.strict_cells = view.undecided_cells, view.strict_cells
+        result.undecided_checks = view.undecided_checks
     for mx in matrices:
         key = mx.problem.key
         try:
@@ -65,11 +85,15 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
             if reference_bad and source.drop_nonfinite_reference:
                 result.dropped += 1
                 continue
+            if check.get("undecided"):  # counted in undecided_checks: neither valid nor a rejection
+                continue
             if not valid_at(check, t):
                 result.false_rejections.append({"problem": key, "input": spec.id, "label": spec.label,
                                                 "margin": check["margin"], "note": check["note"]})
                 continue
-            valid.append(spec.id)
+            valid.append(spec.id)  # validity is strict fp32 whatever reference the benchmark computes
+            if view is not None and key in view.as_run:
+                _as_run(result, view.as_run[key].get(spec.id), key, spec, check)
         detected: set[str] = set()
         for i in valid:
             detected |= mx.killed(i, t)
@@ -80,6 +104,17 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
                 result.missing_cells[key] = result.missing_cells.get(key, 0) + missing
         result.detected[key] = detected & mx.mutants.keys()
     return result
+
+
+def _as_run(result: ProtocolResult, passes: bool | None, key: str, spec: Any, check: dict[str, Any]) -> None:
+    """Record what the correct kernel does on a valid input against the protocol's own reference."""
+    if passes is None:
+        result.unmeasured_as_run += 1
+    elif not passes:
+        margins = json.loads(check.get("margins") or "{}")
+        assert result.judging is not None
+        result.rejected_as_run.append({"problem": key, "input": spec.id, "label": spec.label,
+                                       "margin": margins.get(result.judging.key)})
 
 
 def witnessed(results: list[ProtocolResult]) -> dict[str, set[str]]:
@@ -107,7 +142,8 @@ def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: 
 
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
           tolerance: float | None = None, vs: Protocol | None = None,
-          excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None) -> dict[str, Any]:
+          excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None,
+          judging: Judging | None = None) -> dict[str, Any]:
     """The audit of `protocol`: detection of witnessed mutants, with its structure.
 
     Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
@@ -118,18 +154,26 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
     """
     excluded = excluded or {}
     matrices = [mx for mx in matrices if mx.problem.key not in excluded]
-    base = [run_protocol(p, matrices) for p in denominator if p.name != protocol.name]
-    mine = run_protocol(protocol, matrices, tolerance)
-    own = mine if tolerance is None else run_protocol(protocol, matrices)
+    # witnesses are strict fp32: a benchmark's own reference changes what it detects, not what is there
+    base = [run_protocol(p, matrices, judging=p.judge.with_reference(STRICT)) for p in denominator
+            if p.name != protocol.name]
+    mine = run_protocol(protocol, matrices, tolerance, judging=judging)
+    strict_own = protocol.judge.with_reference(STRICT)
+    own = mine if (judging or (protocol.judge if tolerance is None else None)) == strict_own \
+        else run_protocol(protocol, matrices, judging=strict_own)
     wit = witnessed(base + [own])  # the denominator never depends on a --tolerance override
     n = sum(len(w) for w in wit.values())
     d = sum(len(mine.detected.get(k, set()) & w) for k, w in wit.items())
     report: dict[str, Any] = {
-        "protocol": protocol.name, "description": protocol.description, "tolerance": mine.tolerance,
+        "protocol": protocol.name, "description": protocol.description, "note": protocol.note,
+        "tolerance": mine.tolerance,
         "denominator": sorted({p.name for p in denominator} | {protocol.name}),
         "witnessed": n, "detected": d, "missed": n - d, "detection_pct": 100.0 * d / n if n else None,
         **_misses(wit, mine, {mx.problem.key: mx for mx in matrices}),
+        "judging": mine.judging.words() if mine.judging else None,
         "false_rejections": mine.false_rejections, "dropped_inputs": mine.dropped,
+        "as_run": _as_run_summary(protocol, mine),
+        "undecided": {"cells": mine.undecided_cells, "checks": mine.undecided_checks},
         "missing": {"checks": mine.missing_checks, "cells": mine.missing_cells},
         "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
         "excluded": dict(sorted(excluded.items())),
@@ -139,6 +183,21 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         fixed = wit if protocol.name in {p.name for p in denominator} else witnessed(base)
         report["vs"] = _versus(protocol, vs, matrices, wit, mine, fixed, vs_excluded or {})
     return report
+
+
+def _as_run_summary(protocol: Protocol, mine: ProtocolResult) -> dict[str, Any] | None:
+    """The false rejections the protocol's benchmark makes with its own reference, by problem;
+    None for a protocol judged against strict fp32, whose false rejections are all in the audit's."""
+    if mine.judging is None or mine.judging.reference == STRICT:
+        return None
+    problems: dict[str, dict[str, Any]] = {}
+    for r in mine.rejected_as_run:
+        p = problems.setdefault(r["problem"], {"inputs": 0, "worst_margin": 0.0})
+        p["inputs"] += 1
+        p["worst_margin"] = max(p["worst_margin"], r["margin"] if r["margin"] is not None else float("inf"))
+    return {"reference": mine.judging.reference, "problems": dict(sorted(problems.items())),
+            "inputs": len(mine.rejected_as_run), "unmeasured_inputs": mine.unmeasured_as_run,
+            "cells_judged_strict": mine.strict_cells}
 
 
 def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Matrix]) -> dict[str, Any]:
@@ -203,20 +262,21 @@ def to_json(report: dict[str, Any]) -> str:
 
 def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tolerance: float | None = None,
                 vs: Protocol | None = None, matrices: list[Matrix] | None = None,
-                sample: float | None = None) -> dict[str, Any]:
+                sample: float | None = None, judging: Judging | None = None) -> dict[str, Any]:
     """`audit` over what a store holds: only the cells that can matter are loaded (unless the
     caller has `matrices` already, loaded with the same `sample`), problems the protocol cannot
     referee (`kbm refcheck`, the vacuity band) are left out, and the store's sample, if any (at
     most `sample`), is reported."""
     if matrices is None:
-        judged = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + ([tolerance] if tolerance else [])
-        matrices = load_matrices(store, min(judged), sample=sample)  # cells passing under every tolerance cannot matter
+        judged_at = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + \
+            ([tolerance] if tolerance else []) + ([judging.atol] if judging else [])
+        matrices = load_matrices(store, min(judged_at), sample=sample)  # cells passing under every tolerance cannot matter
     references = store.reference_checks()
     problems = [mx.problem for mx in matrices]
     magnitudes = {mx.problem.key: mx.checks for mx in matrices}
-    excluded = flags(protocol, problems, references, tolerance, magnitudes)
+    excluded = flags(protocol, problems, references, judging.atol if judging else tolerance, magnitudes)
     vs_excluded = flags(vs, problems, references, None, magnitudes) if vs else None
-    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded)
+    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging)
     report["sample"] = store.sample_summary(sample)
     return report
 

@@ -12,6 +12,7 @@ from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.cli.params import PERCENT, SHARE, TOLERANCE, json_option, out_option, protocol_option
+from kbm_toolkit.judging import REFERENCES
 from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.store import Store
 from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
@@ -21,6 +22,10 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 @protocol_option("--adapter", "-a", "adapter", required=True, help="The protocol to audit")
 @protocol_option("--vs", "vs", help="Another protocol: split the difference into inputs and tolerance")
 @click.option("--tolerance", type=TOLERANCE, help="Re-score at this atol = rtol (in (0, 1]) instead of the protocol's.")
+@click.option("--atol", type=TOLERANCE, help="Re-score at this atol (with --rtol, or the protocol's rtol).")
+@click.option("--rtol", type=click.FloatRange(0.0, 1.0), help="Re-score at this rtol (with --atol, or the protocol's atol).")
+@click.option("--reference", type=click.Choice(REFERENCES),
+              help="Re-score against this reference instead of the protocol's (e.g. strict-fp32: as kbm's own).")
 @protocol_option("--denominator", "denominator", multiple=True,
                  help="Protocols whose detections define the witnessed mutants (default: every installed one)")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -30,14 +35,18 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
               help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
                    "wider store reproduces a narrower one's figures).")
 @click.pass_obj
-def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, denominator: tuple[str, ...],
-          as_json: bool, fail_under: float | None, no_run: bool, sample: float | None) -> None:
+def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, atol: float | None,
+          rtol: float | None, reference: str | None, denominator: tuple[str, ...], as_json: bool,
+          fail_under: float | None, no_run: bool, sample: float | None) -> None:
     """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
 
     Reports detection of witnessed mutants with a 90% bootstrap band over problems, misses by
     family, the worst problems and rules, and false rejections of the correct kernel. Reads your
     store, or the store shipped with kbm when yours has no cells yet. With a GPU and your own
     store, the cells the protocol lacks are evaluated first (--no-run: never).
+
+    With --atol/--rtol the protocol is re-scored from the stored margins, exactly where they
+    decide each cell; the report counts the cells they leave undecided (scored as passing).
 
     Example: kbm audit --adapter kbv --vs kernelbench
     """
@@ -48,8 +57,15 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, d
     store = obj.read_store()
     protocol = obj.protocol(adapter, store)
     other = obj.protocol(vs, store) if vs else None
+    if tolerance is not None and (atol is not None or rtol is not None):
+        raise click.UsageError("--tolerance is atol = rtol: give it, or --atol/--rtol, not both")
+    judging = None
+    if atol is not None or rtol is not None or reference is not None:
+        given = protocol.judge.with_tolerances(tolerance, tolerance) if tolerance is not None else protocol.judge
+        judging = given.with_tolerances(given.atol if atol is None else atol, given.rtol if rtol is None else rtol)
+        judging = judging.with_reference(reference or judging.reference)
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
-                           sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True))
+                           sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

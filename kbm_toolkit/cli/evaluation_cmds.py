@@ -39,10 +39,13 @@ from kbm_toolkit.cli.params import SHARE, json_option, protocol_option
               help="Stop giving a mutant a protocol's inputs once that protocol detects it: every audit of "
                    "the --inputs protocols is unchanged at about a third of the cells, but these mutants get "
                    "no full rows, which suites need (they use the share evaluated without this).")
+@click.option("--checks-only", is_flag=True,
+              help="Run no mutant: only check each input against the correct kernel, adding the margins "
+                   "stored checks lack (e.g. against a protocol's TF32 reference: one launch per input at most).")
 @click.pass_obj
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
             gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
-            survivors_of: str | None, witnessed: bool, first_kill: bool) -> None:
+            survivors_of: str | None, witnessed: bool, first_kill: bool, checks_only: bool) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -56,7 +59,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
 
     store = obj.store()
     request = RunRequest(source, problems, level, sample, gpus, workers, arch, not no_probe, rerun_crashers,
-                         survivors_of, witnessed, first_kill)
+                         survivors_of, witnessed, first_kill, checks_only)
     before = store.latest_run()
     try:
         with progress_bar() as progress:

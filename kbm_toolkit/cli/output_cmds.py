@@ -11,6 +11,7 @@ import click
 from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
+from kbm_toolkit.judging import REFERENCES
 from kbm_toolkit.cli.params import SHARE, json_option, out_option, protocol_option
 
 
@@ -24,8 +25,11 @@ from kbm_toolkit.cli.params import SHARE, json_option, out_option, protocol_opti
 @click.option("--sample", type=SHARE,
               help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
                    "wider store reproduces a narrower one's figures).")
+@click.option("--reference", type=click.Choice(REFERENCES),
+              help="With --tables: judge every protocol against this reference instead of its own.")
 @click.pass_obj
-def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None) -> None:
+def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None,
+           reference: str | None) -> None:
     """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
 
     Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
@@ -40,7 +44,7 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
         from kbm_toolkit.report.tables import tables_markdown
 
         chosen = obj.protocols(adapters or ("kernelbench", "kbv", "fuzz"), store)
-        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, obj.protocols((), store), sample)}")
+        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, obj.protocols((), store), sample, reference)}")
         return
     if out is None:
         raise click.UsageError("give --out DIR for the figures, or --tables for the Markdown tables")
@@ -117,8 +121,9 @@ def adapters_cmd(obj: Context, as_json: bool) -> None:
         click.echo(f"Warning: {line}", err=True)
     rows = installed()
     if as_json:
-        click.echo(json.dumps([{"adapter": a, "name": p.name, "tolerance": p.tolerance, "description": p.description,
-                                "path": p.path} for a, p in rows], indent=1))
+        click.echo(json.dumps([{"adapter": a, "name": p.name, "tolerance": p.tolerance, "atol": p.judge.atol,
+                                "rtol": p.judge.rtol, "comparison": p.judge.comparison, "reference": p.judge.reference,
+                                "description": p.description, "path": p.path} for a, p in rows], indent=1))
         return
     for name, p in rows:
         click.echo(f"{name:<14} {p.name:<18} {p.tolerance:<8g} {p.description}")

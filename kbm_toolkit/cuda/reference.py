@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
+
+from kbm_toolkit.errors import KbmError
+from kbm_toolkit.judging import PYTORCH_DEFAULT, REFERENCES, STRICT
 
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
@@ -23,6 +27,24 @@ def strict_fp32_references() -> None:
 
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
+
+
+@contextmanager
+def reference_environment(name: str) -> Iterator[None]:
+    """Inside, references compute as `name` (`kbm_toolkit.judging.REFERENCES`) says; the flags
+    are put back after. `pytorch-default` is what a benchmark that never touches torch.backends
+    gets: cuDNN convolutions in TF32, cuBLAS matmuls in fp32."""
+    cudnn, matmul = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    if name == STRICT:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = False, False
+    elif name == PYTORCH_DEFAULT:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False
+    else:
+        raise KbmError(f"unknown reference environment {name!r} (known: {', '.join(REFERENCES)})")
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = cudnn, matmul
 
 
 def run_reference(problem: Problem, spec: InputSpec, models: dict[tuple, tuple[Any, Any]],

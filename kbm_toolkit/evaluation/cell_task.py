@@ -4,6 +4,12 @@ in, a stream of records out. Runs only inside a worker process (`CELL_TASK`).
 Input-major: each input is built once, the reference computed once, the correct substrate run
 (its margin decides the input's validity), then every mutant, then the input is freed. Inputs and
 the reference are checked after each mutant and restored if a mutant wrote over them.
+
+The reference is strict fp32; a task asking for margins against another reference environment
+(`kbm_toolkit.judging`: TF32 convolutions, as the benchmarks run) computes that reference once
+per input too (one more forward; where its bits equal the strict one's, none more is kept), and
+each output is compared with both. A valid input stored without those margins gets them from one
+launch of the correct kernel (none where the references agree bit for bit).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any, Generator, Iterator
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
+from kbm_toolkit.judging import STRICT, Margin, margin_key
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate
@@ -103,22 +110,28 @@ class _Built:
     ref: Any
     saved: list[Any]
     ref_saved: Any
+    others: dict[str, Any]
+    """Reference environment -> its reference where its bits differ from the strict one's."""
+    others_saved: dict[str, Any]
 
     def overwritten(self) -> bool:
-        """Whether a mutant wrote over an input tensor or the reference."""
+        """Whether a mutant wrote over an input tensor or a reference."""
         import torch
 
         return any(isinstance(v, torch.Tensor) and not unchanged(v, s) for v, s in zip(self.inputs, self.saved)) \
-            or not unchanged(self.ref, self.ref_saved)
+            or not unchanged(self.ref, self.ref_saved) \
+            or any(not unchanged(r, self.others_saved[name]) for name, r in self.others.items())
 
     def restore(self) -> None:
-        """Copy the saved inputs and reference back over what a mutant wrote."""
+        """Copy the saved inputs and references back over what a mutant wrote."""
         import torch
 
         for v, s in zip(self.inputs, self.saved):
             if isinstance(v, torch.Tensor):
                 v.copy_(s)
         self.ref.copy_(self.ref_saved)
+        for name, r in self.others.items():
+            r.copy_(self.others_saved[name])
 
 
 def _unusable(ref: Any) -> str:
@@ -154,6 +167,10 @@ class _CellTask:
         self.checked = set(task.get("checked", ()))
         self.valid = task.get("valid", {})  # input -> the correct kernel's stored margin on it, where it passed
         self.rerun_crashers = task.get("rerun_crashers")
+        self.margins: list[Margin] = [(str(r), str(sc), float(x)) for r, sc, x in task.get("margins", ())]
+        self.references = sorted({r for r, _, _ in self.margins if r != STRICT})
+        self.recheck: dict[str, dict[str, Any]] = task.get("recheck", {})
+        """Valid inputs stored without some of `margins`: their stored margin and max |ref - out|."""
         self.kernels: dict[str, Any] = {}
         self.models: dict[tuple, tuple[Any, Any]] = {}
 
@@ -165,7 +182,7 @@ class _CellTask:
             spec = InputSpec.from_record(record)
             pending = [m for m in self.mutants if (m["id"], spec.id) not in self.done and m["id"] not in self.stopped
                        and (self.settled is None or self.settled.needed(m["id"], spec.id))]
-            if not pending and spec.id in self.checked:
+            if not pending and spec.id in self.checked and spec.id not in self.recheck:
                 continue
             built = yield from self._build(spec)
             if built is None:
@@ -202,38 +219,96 @@ class _CellTask:
             yield check
             return None
         check["build_ms"] = (time.perf_counter() - begun) * 1000 - check["ref_ms"]  # model and inputs
+        others = self._other_references(model, inputs, ref, check)
         if spec.id in self.valid:  # checked before (another run, or before a restart): the mutants need
             # the reference, not the check
             check.update(kind=RecordKind.REBUILT, valid=True, margin=self.valid[spec.id])
+            if spec.id in self.recheck:
+                yield self._added_margins(spec, model, inputs, ref, others)
         else:
-            check.update(self._check(spec, model, inputs, ref))
+            check.update(self._check(spec, model, inputs, ref, others))
         built = None
         if check["valid"]:  # copies to restore from if a mutant writes over them
             start = time.perf_counter()
             built = _Built(model, inputs, ref, [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs],
-                           ref.clone())
+                           ref.clone(), others, {name: r.clone() for name, r in others.items()})
             check["build_ms"] += (time.perf_counter() - start) * 1000
         yield check
         if built is not None and self.settled is not None:
             self.settled.check(spec.id, check["margin"])
         return built
 
-    def _check(self, spec: InputSpec, model: Any, inputs: list[Any], ref: Any) -> dict[str, Any]:
-        """The correct kernel on a new input: the reference's size, and the outcome and margin that
-        decide the input's validity."""
+    def _other_references(self, model: Any, inputs: list[Any], ref: Any, check: dict[str, Any]) -> dict[str, Any]:
+        """The reference in each other environment the task's margins need, where its bits differ
+        from the strict one's (one forward each, timed into `ref_ms`)."""
+        import torch
+
+        from kbm_toolkit.cuda.reference import reference_environment
+
+        others = {}
+        start = time.perf_counter()
+        for name in self.references:
+            with reference_environment(name), torch.no_grad():
+                other = model(*inputs)
+            if not (isinstance(other, torch.Tensor) and other.shape == ref.shape and other.dtype == ref.dtype
+                    and unchanged(other, ref)):
+                others[name] = other
+        torch.cuda.synchronize()
+        check["ref_ms"] += (time.perf_counter() - start) * 1000
+        return others
+
+    def _margins(self, out: Any, ref: Any, others: dict[str, Any]) -> tuple[Any, dict[str, float]]:
+        """The strict comparison of `out`, and every margin the task asks for beyond its columns."""
         from kbm_toolkit.cuda.comparison import compare
 
+        def asked(reference: str) -> list[tuple[str, float]]:
+            return [(sc, x) for r, sc, x in self.margins if r == reference]
+
+        def value(cmp: Any, scale: str, ratio: float) -> float:
+            return cmp.margin if (scale, ratio) == ("output", 1.0) else cmp.max_abs if ratio == 0 else cmp.extra[(scale, ratio)]
+
+        same = [STRICT] + [name for name in self.references if name not in others]
+        pairs = sorted({p for name in same for p in asked(name)} - {("output", 1.0), ("output", 0.0)})
+        cmp = compare(ref, out, pairs)
+        margins = {margin_key(name, sc, x): value(cmp, sc, x) for name in same for sc, x in asked(name)}
+        for name, other in others.items():
+            theirs = compare(other, out, [p for p in asked(name) if p not in (("output", 1.0), ("output", 0.0))])
+            margins.update({margin_key(name, sc, x): value(theirs, sc, x) for sc, x in asked(name)})
+        return cmp, margins
+
+    def _added_margins(self, spec: InputSpec, model: Any, inputs: list[Any], ref: Any,
+                       others: dict[str, Any]) -> dict[str, Any]:
+        """The `margins` record of a valid input stored without some of the task's margins: from the
+        stored ones where every other reference equals the strict one and nothing else is asked,
+        else from one launch of the correct kernel."""
+        stored = self.recheck[spec.id]
+        record: dict[str, Any] = {"kind": RecordKind.MARGINS, "input": spec.id}
+        if not others and all(x in (0.0, 1.0) and (sc == "output" or x == 0.0) for _, sc, x in self.margins):
+            record["margins"] = {margin_key(name, sc, x): stored["margin"] if x == 1.0 else stored["max_abs"]
+                                 for name, sc, x in self.margins}
+            return record
+        start = time.perf_counter()
+        try:
+            _, record["margins"] = self._margins(self.correct(model, inputs), ref, others)
+        except KbmError as e:
+            raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
+        record["kernel_ms"] = (time.perf_counter() - start) * 1000
+        return record
+
+    def _check(self, spec: InputSpec, model: Any, inputs: list[Any], ref: Any, others: dict[str, Any]) -> dict[str, Any]:
+        """The correct kernel on a new input: the reference's size, and the outcome and margin that
+        decide the input's validity (and its margins against the other references)."""
         magnitude = ref.abs() if ref.is_floating_point() else ref.double().abs()
         found: dict[str, Any] = {"ref_abs_max": float(magnitude.max()) if ref.numel() else 0.0,
                                  "ref_abs_mean": float(magnitude.mean()) if ref.numel() else 0.0}
         del magnitude
         start = time.perf_counter()
         try:
-            cmp = compare(ref, self.correct(model, inputs))
+            cmp, margins = self._margins(self.correct(model, inputs), ref, others)
         except KbmError as e:
             raise KbmError(f"the correct substrate fails on input {spec.id}: {e.line()}") from e
         found.update(valid=cmp.outcome.value == Outcome.PASS, outcome=cmp.outcome.value, margin=cmp.margin,
-                     max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000)
+                     max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000, margins=margins)
         return found
 
     def _cell(self, m: dict[str, Any], spec: InputSpec, built: _Built) -> Records:
@@ -263,8 +338,6 @@ class _CellTask:
         began, and False where a CUDA error left the context unusable."""
         import torch
 
-        from kbm_toolkit.cuda.comparison import compare
-
         start = time.perf_counter()
         try:
             kernel = self._kernel(m)  # loading its image is not the launch: timed apart
@@ -278,8 +351,10 @@ class _CellTask:
                 out = kernel(built.model, built.inputs)
             cell["ms"] = (time.perf_counter() - start) * 1000
             start = time.perf_counter()
-            cmp = compare(built.ref, out)
+            cmp, margins = self._margins(out, built.ref, built.others)
             cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs)
+            if margins:
+                cell["margins"] = margins
             del out
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
             cell.update(outcome=Outcome.CRASH, note=e.line())

@@ -34,7 +34,8 @@ class Collector:
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
         self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
-            RecordKind.QUARANTINE: self._quarantine, RecordKind.PROBLEM: self._problem}
+            RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
+            RecordKind.PROBLEM: self._problem}
 
     def follow(self, results: queue.Queue, threads: list[threading.Thread], stop: threading.Event,
                total: int) -> None:
@@ -80,6 +81,9 @@ class Collector:
 
     def _input(self, key: str, rec: dict[str, Any]) -> None:
         self.store.record_input_check(self.hashes[key], self.run_id, rec)
+
+    def _margins(self, key: str, rec: dict[str, Any]) -> None:
+        self.store.add_check_margins(self.hashes[key], rec["input"], rec["margins"])
 
     def _quarantine(self, key: str, rec: dict[str, Any]) -> None:
         self.flush()

@@ -53,7 +53,7 @@ def run_problem(worker: Worker, progress: StoredProgress, plan: ProblemPlan, emi
             emit({"kind": RecordKind.QUARANTINE, "mutant": m})
         mutants = [m for m in mutants if m["id"] not in crashers]
     return _Driver(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers,
-                   progress.settled).verdict()
+                   progress.settled, progress.recheck).verdict()
 
 
 def _complete(mutants: Iterable[str], specs: list[InputSpec], done: set[tuple[str, str]],
@@ -77,24 +77,27 @@ class _Driver:
     def __init__(self, worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
                  done: set[tuple[str, str]], checked: dict[str, dict[str, Any] | None], emit: Emit,
                  deadline: Callable[[float | None], float], rerun_crashers: bool = False,
-                 settled: Settled | None = None) -> None:
+                 settled: Settled | None = None, recheck: dict[str, dict[str, Any]] | None = None) -> None:
+        recheck = recheck or {}
         self.worker, self.plan, self.specs, self.mutants = worker, plan, specs, mutants
         self.done, self.checked, self.emit, self.deadline = done, checked, emit, deadline
         self.rerun_crashers, self.settled = rerun_crashers, settled
+        self.recheck = {i: r for i, r in recheck.items() if i in {s.id for s in specs}}
+        """Valid inputs of these specs stored without some of the plan's margins, until they come."""
         self.current: dict[str, Any] = {}
         """The launch under way (its `start` record, and when it came): a crash or overrun is its."""
         self.progressed = False
         """Whether the task under way has checked an input or produced a cell."""
         # what each record the worker streams means to the parent; True: end the task, the worker is lost
         self.handlers: dict[str, Callable[[dict[str, Any]], bool | None]] = {
-            RecordKind.INPUT: self._input, RecordKind.REBUILT: self._rebuilt, RecordKind.START: self._start,
-            RecordKind.CELL: self._cell, RecordKind.POISONED: self._poisoned}
+            RecordKind.INPUT: self._input, RecordKind.REBUILT: self._rebuilt, RecordKind.MARGINS: self._margins,
+            RecordKind.START: self._start, RecordKind.CELL: self._cell, RecordKind.POISONED: self._poisoned}
 
     def verdict(self) -> str:
         """Send tasks until every pair is done: `done`, or `error: ...` when the worker cannot go on."""
         stuck = 0
         while True:
-            if _complete([m["id"] for m in self.mutants], self.specs, self.done, self.checked):
+            if _complete([m["id"] for m in self.mutants], self.specs, self.done, self.checked) and not self.recheck:
                 return "done"
             self.current, self.progressed = {}, False
             error = self._follow(self.worker.stream(self._task(), self._timeout))
@@ -114,7 +117,8 @@ class _Driver:
                             for m in self.mutants],
                 "done": sorted(self.done), "checked": sorted(checked), "rerun_crashers": self.rerun_crashers,
                 "valid": {i: c["margin"] for i, c in checked.items() if c is not None},
-                "first_kill": settled.rule.record() if settled else None}
+                "first_kill": settled.rule.record() if settled else None,
+                "margins": [list(m) for m in plan.margins], "recheck": dict(self.recheck)}
 
     def _timeout(self) -> float:
         """How long to wait for the worker's next record: a launch's deadline, else a phase's."""
@@ -154,6 +158,11 @@ class _Driver:
 
     def _rebuilt(self, rec: dict[str, Any]) -> None:
         self.emit(rec)  # a valid input built again: only its time is news
+
+    def _margins(self, rec: dict[str, Any]) -> None:
+        self.recheck.pop(rec["input"], None)
+        self.emit(rec)
+        self.progressed = True
 
     def _start(self, rec: dict[str, Any]) -> None:
         self.current = {**rec, "at": time.monotonic()}

@@ -12,6 +12,7 @@ from kbm_toolkit.evaluation.input_sources import resolve
 from kbm_toolkit.evaluation.options import RunOptions
 from kbm_toolkit.evaluation.run import run_evaluation
 from kbm_toolkit.evaluation.stats import RunSummary
+from kbm_toolkit.judging import Judging, Margin, extra_margins
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol
@@ -34,6 +35,7 @@ class RunRequest:
     survivors_of: str | None = None
     witnessed: bool = False
     first_kill: bool = False
+    checks_only: bool = False
 
 
 def first_kill_protocols(source: str) -> list[Protocol]:
@@ -46,6 +48,18 @@ def first_kill_protocols(source: str) -> list[Protocol]:
             raise OptionError(f"--first-kill needs protocols as --inputs (their tolerances say what detects a "
                            f"mutant); {part!r} is not one") from None
     return protocols
+
+
+def run_margins(source: str) -> list[Margin]:
+    """The margins a run computes beyond the columns: what every installed protocol, and every
+    protocol `source` names, needs to be judged exactly."""
+    judgings = [p.judge for p in all_protocols()]
+    for part in (p.strip() for p in source.split(",") if p.strip()):
+        try:
+            judgings.append(load_protocol(part).judge)
+        except KbmError:
+            continue  # a spec file or a built-in source: no judging of its own
+    return extra_margins(judgings)
 
 
 def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
@@ -74,9 +88,12 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if not env.get("cuda"):
         raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
                        "reports (kbm audit) work from the store without one")
+    if request.checks_only and (request.first_kill or request.survivors_of):
+        raise OptionError("--checks-only runs no mutant: --first-kill and --survivors-of choose mutants")
     options = RunOptions(gpus=request.gpus, workers_per_gpu=request.workers, probe=request.probe,
                          sample=request.sample, rerun_crashers=request.rerun_crashers, only=only,
-                         first_kill=protocols, on_progress=on_progress, on_problem=on_problem)
+                         first_kill=protocols, on_progress=on_progress, on_problem=on_problem,
+                         checks_only=request.checks_only, margins=run_margins(request.source))
     return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, options)
 
 
@@ -98,12 +115,13 @@ def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: 
 
 def audit_filling(store: Any, problem_set: ProblemSet, protocol: Protocol, denominator: list[Protocol],
                   tolerance: float | None = None, vs: Protocol | None = None, sample: float | None = None,
-                  fill: bool = True, on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
+                  fill: bool = True, on_start: Callable[[str], None] | None = None,
+                  judging: Judging | None = None) -> dict[str, Any]:
     """`kbm audit`: the audit from the store; with `fill`, a writable store and a GPU here, the cells
     it lacks are evaluated first and the audit made again."""
-    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample)
+    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and fill and not store.readonly:
         if fill_missing(store, problem_set, protocol, missing, on_start):
-            report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample)
+            report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging)
     return report

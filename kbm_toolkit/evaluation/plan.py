@@ -3,12 +3,14 @@ which mutants still have work, and (in the compile pool) their images compiled f
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
+from kbm_toolkit.judging import Margin, margin_key
 from kbm_toolkit.mutation.mutants import generate
 from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.problems.input_spec import InputSpec
@@ -30,6 +32,8 @@ class ProblemPlan:
     mutants: list[dict[str, Any]]
     probe: InputSpec | None
     specs: list[InputSpec]
+    margins: list[Margin] = field(default_factory=list)
+    """Margins beyond the store's columns every cell and check of the plan computes."""
 
 
 class Job(NamedTuple):
@@ -58,6 +62,8 @@ class StoredProgress:
     """Mutants with a stored crash or timeout on the probe input."""
     crashed: set[str]
     """Mutants with a stored crash or timeout on one of the run's inputs."""
+    recheck: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Valid inputs of the run stored without some of its margins: their stored margin and max_abs."""
 
 
 def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
@@ -81,7 +87,8 @@ def stored_mutants(store: Any, problem: Problem, sample: float | None = None
 
 
 def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str, dict[str, Any]],
-                 specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None) -> ProblemPlan:
+                 specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None,
+                 margins: list[Margin] | None = None) -> ProblemPlan:
     """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached)."""
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
     chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows] if rows else []
@@ -92,13 +99,15 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
                         "kernel_source": m.kernel_source,
                         "launcher_source": m.launcher_source if m.target == "launcher" else None})
     return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
-                       probe_spec(problem, substrate) if probe else None, specs)
+                       probe_spec(problem, substrate) if probe else None, specs, list(margins or []))
 
 
 def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[str, Any]], specs: list[InputSpec],
-                    probe_input: InputSpec | None, first_kill: list[Any] | None = None) -> StoredProgress:
+                    probe_input: InputSpec | None, first_kill: list[Any] | None = None,
+                    margins: list[Margin] | None = None) -> StoredProgress:
     """What the store holds of `problem` (substrate hash `sh`) for the mutants in `rows`; with
-    `first_kill` (the run's protocols), also what its stored cells already settle on `specs`."""
+    `first_kill` (the run's protocols), also what its stored cells already settle on `specs`; with
+    `margins`, which valid inputs of `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
     done = set(stored)
     checks = store.checked_inputs(problem.key, sh)
@@ -113,9 +122,13 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
         done |= {(m, s.id) for m in settled.by_mutant for s in specs if not settled.needed(m, s.id)}
     checked = {i: {"margin": c["margin"], "kernel_ms": c["kernel_ms"]} if c["valid"] else None
                for i, c in checks.items()}
+    wanted = {margin_key(*m) for m in margins or []}
+    recheck = {s.id: {"margin": checks[s.id]["margin"], "max_abs": checks[s.id]["max_abs"]} for s in specs
+               if s.id in checks and checks[s.id]["valid"]
+               and not wanted <= set(json.loads(checks[s.id].get("margins") or "{}"))}
     return StoredProgress(done, checked, settled, stopped_on(store, [probe_input] if probe_input else []),
                           # under --first-kill a stored crash settles its protocols like any detection
-                          set() if settled else stopped_on(store, specs))
+                          set() if settled else stopped_on(store, specs), recheck)
 
 
 def mutants_with_work(progress: StoredProgress, rows: dict[str, dict[str, Any]], specs: list[InputSpec],

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from kbm_toolkit.errors import KbmError
@@ -34,9 +35,11 @@ from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work,
                                          stored_mutants, stored_progress)
 from kbm_toolkit.evaluation.stats import RunSummary, spare_stats, split_seconds
 from kbm_toolkit.evaluation.workers import Worker, WorkerClosed
+from kbm_toolkit.judging import extra_margins
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate, substrate_for
+from kbm_toolkit.protocols.registry import all_protocols
 from kbm_toolkit.vocabulary import MutantStatus, RecordKind, RunKind
 
 SPARES = 6
@@ -59,6 +62,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     pool compiles problems ahead of the workers, in run order, each problem in one process.
     """
     options = options or RunOptions()
+    if options.margins is None:  # what every installed protocol's judging needs, in every new cell
+        options = replace(options, margins=extra_margins([p.judge for p in all_protocols()]))
     # how many workers ran at once: time inside launches is a share of workers x wall time
     run_id = store.start_run(RunKind.CHECK if options.checks_only else RunKind.EVALUATE,
                              {**env, "workers": options.gpus * options.workers_per_gpu})
@@ -112,12 +117,12 @@ class _Run:
         inputs = specs + ([probe_input] if probe_input else [])
         store.record_inputs(inputs, source)
         progress = stored_progress(store, problem, sh, rows, specs, probe_input,
-                                   None if options.checks_only else options.first_kill)
+                                   None if options.checks_only else options.first_kill, options.margins)
         self.progress[problem.key], self.hashes[problem.key] = progress, sh
         distinct = sum(r["status"] == MutantStatus.DISTINCT for r in rows.values())
         self.total += distinct * (len(specs) + (1 if self.probe else 0))
         left = mutants_with_work(progress, rows, specs, probe_input, options.rerun_crashers)
-        if not left and all(s.id in progress.checked for s in inputs):
+        if not left and all(s.id in progress.checked for s in inputs) and not progress.recheck:
             self.results.put((problem.key, {"kind": RecordKind.PROBLEM, "verdict": "done"}))  # recorded as if run
         else:  # only the mutants with work left are compiled and sent to a worker
             self.jobs.append(Job(problem, substrate, sh, left, specs))
@@ -171,7 +176,7 @@ class _Run:
                 job = next(queued, None)
                 if job is not None and not self.stop.is_set():
                     ahead.append((job.problem, pool.submit(plan_problem, *job, self.arch, self.probe,
-                                                           self.options.rules)))
+                                                           self.options.rules, self.options.margins)))
 
             for _ in range(2 * size):
                 submit()

@@ -32,7 +32,8 @@ class RunSummary:
 
 RECORD_MS = {RecordKind.CELL: {"ms": "launches", "load_ms": "loading", "check_ms": "comparing"},
              RecordKind.INPUT: {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"},
-             RecordKind.REBUILT: {"build_ms": "building", "ref_ms": "references"}}
+             RecordKind.REBUILT: {"build_ms": "building", "ref_ms": "references"},
+             RecordKind.MARGINS: {"kernel_ms": "correct"}}
 """Per record kind, its milliseconds fields and the `TIME_SPLIT` part each is charged to."""
 
 

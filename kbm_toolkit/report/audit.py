@@ -52,12 +52,36 @@ def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:
     return " and ".join(parts) + f" on {len(set(checks) | set(cells))} problems"
 
 
+def _print_as_run(console: Any, report: dict[str, Any]) -> None:
+    """The false rejections the protocol's benchmark makes with its own reference (TF32, say)."""
+    as_run = report.get("as_run")
+    if not as_run:
+        return
+    problems = as_run["problems"]
+    console.print(f"False rejections as the benchmark runs it ({as_run['reference']} reference): the correct kernel "
+                  f"fails {as_run['inputs']} inputs on {len(problems)} problems"
+                  + (f"; {as_run['unmeasured_inputs']:,} inputs have no {as_run['reference']} margin stored "
+                     "(`kbm run --checks-only --inputs PROTOCOL` on a GPU measures them)" if as_run["unmeasured_inputs"] else ""))
+    for key, p in list(problems.items())[:20]:
+        console.print(f"  {key}: {p['inputs']} input{'s' if p['inputs'] > 1 else ''}, worst margin {p['worst_margin']:.2e}")
+    if as_run.get("cells_judged_strict"):
+        console.print(f"  ({as_run['cells_judged_strict']:,} passing cells have no {as_run['reference']} margin: "
+                      "judged against the strict-fp32 reference)")
+
+
 def print_audit(report: dict[str, Any], first_line: str, fill_command: str | None = None) -> None:
     """The audit report on the terminal; `fill_command`, the `kbm run` that fills what it lacks."""
     console = terminal.console(width=100)
     console.print(first_line)
-    console.print(f"[bold]{report['protocol']}[/bold]: {report['description']} "
-                  f"(judged at atol = rtol = {report['tolerance']:g})")
+    judging = report.get("judging") or f"allclose atol = rtol = {report['tolerance']:g}"
+    console.print(f"[bold]{report['protocol']}[/bold]: {report['description']} (judged by {judging})")
+    if report.get("note"):  # where the protocol's inputs come from, when that depends on this machine
+        console.print(report["note"], markup=False, soft_wrap=True)  # one line, for people who grep
+    undecided = report.get("undecided") or {}
+    if undecided.get("cells") or undecided.get("checks"):
+        console.print(f"[yellow]Undecided by the stored margins:[/yellow] {undecided['cells']:,} cells (scored as "
+                      f"passing: detection is a lower bound) and {undecided['checks']:,} inputs (left out); "
+                      "cells evaluated by this kbm store the margins that decide them.")
     sample = report.get("sample")
     if sample:
         console.print(f"Mutants: {sample_words(sample)}: {sample['mutants']:,} of "
@@ -100,6 +124,7 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
     for r in rejections[:10]:
         margin = "inf" if r["margin"] is None else f"{r['margin']:.2e}"
         console.print(f"  {r['problem']}  {r['label']}  margin {margin}" + (f"  ({r['note']})" if r["note"] else ""))
+    _print_as_run(console, report)
     if report.get("excluded"):
         console.print(f"[yellow]Left out[/yellow] (the protocol cannot referee them; `kbm refcheck`): "
                       f"{len(report['excluded'])} problems")

@@ -74,11 +74,13 @@ def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
 
 
 def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protocol],
-                    sample: float | None = None) -> str:
-    """`kbm report --tables`: Table 1 (for the first of `chosen`, the official one) and Table 2, in Markdown."""
+                    sample: float | None = None, reference: str | None = None) -> str:
+    """`kbm report --tables`: Table 1 (for the first of `chosen`, the official one) and Table 2, in Markdown;
+    with `reference`, every protocol judged against it instead of its own."""
     # one load for every audit: cells passing under every tolerance used cannot matter
     matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator), sample=sample)
-    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample) for p in chosen}
+    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample,
+                                  judging=p.judge.with_reference(reference) if reference else None) for p in chosen}
     return (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[chosen[0].name]))}\n\n"
             f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
             f"{markdown(table2(audits))}")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any, Iterable
 
 from kbm_toolkit.store.base import Tables
 from kbm_toolkit.store.sampling import in_sample
-from kbm_toolkit.store.values import finite_or_none, now
+from kbm_toolkit.store.values import finite_or_none, margins_json, now
 
 
 class KillMatrix(Tables):
@@ -46,7 +47,19 @@ class KillMatrix(Tables):
                 "margin": finite_or_none(check.get("margin")), "max_abs": finite_or_none(check.get("max_abs")),
                 "ref_ms": check.get("ref_ms"), "kernel_ms": check.get("kernel_ms"), "note": check.get("note"),
                 "ref_abs_max": check.get("ref_abs_max"), "ref_abs_mean": check.get("ref_abs_mean"),
+                "margins": margins_json(check.get("margins")),
             }, pk=("input", "substrate_hash"))
+
+    def add_check_margins(self, substrate_hash: str, input_id: str, margins: dict[str, float]) -> None:
+        """Add margins (against another reference, say) to a stored input check, keeping the rest."""
+        row = self.db.execute("select margins from input_checks where input = ? and substrate_hash = ?",
+                              [input_id, substrate_hash]).fetchone()
+        if row is None:
+            return
+        merged = {**json.loads(row[0] or "{}"), **margins}
+        with self.db.conn:
+            self.db.execute("update input_checks set margins = ? where input = ? and substrate_hash = ?",
+                            [margins_json(merged), input_id, substrate_hash])
 
     def record_cells(self, run_id: int, cells: list[dict[str, Any]]) -> None:
         """Commit a batch of cells; a cell already stored is kept, never duplicated."""
@@ -56,7 +69,7 @@ class KillMatrix(Tables):
             self.db["cells"].insert_all(({
                 "mutant": c["mutant"], "input": c["input"], "outcome": c["outcome"],
                 "margin": finite_or_none(c.get("margin")), "max_abs": finite_or_none(c.get("max_abs")),
-                "ms": c.get("ms"), "run": run_id, "note": c.get("note"),
+                "ms": c.get("ms"), "run": run_id, "note": c.get("note"), "margins": margins_json(c.get("margins")),
             } for c in cells), pk=("mutant", "input"), ignore=True)
 
     def problem_cells(self, problem: str) -> dict[tuple[str, str], tuple[str, float | None]]:
@@ -116,7 +129,7 @@ class KillMatrix(Tables):
             "where c.mutant = :m order by i.label", {"m": mutant_id, "h": substrate_hash}))
 
     def matrix_rows(self, floor: float | None = None, full_rows: bool = False,
-                    sample: float | None = None) -> dict[str, dict[str, Any]]:
+                    sample: float | None = None, details: bool = False) -> dict[str, dict[str, Any]]:
         """Per problem with scored mutants, what scoring reads: its row, its scored mutants, its input
         checks, its cells, how many scored mutants each input has a cell for, and who has one on an
         input with gaps.
@@ -125,6 +138,8 @@ class KillMatrix(Tables):
         share with full rows; with `sample`, at most that share). Four queries in all, whatever the
         number of problems. With `floor`, cells that pass with a margin at or under it are left
         out: they kill at no tolerance >= floor, and on a real pool they are most of the cells.
+        With `details`, each problem also has `details`: (mutant, input) -> (max_abs, margins) for
+        the cells kept, and a cell is left out only when every margin it has is at or under `floor`.
         """
         problems = self.problem_rows()
         self.db.conn.create_function("kbm_in_sample", 2, in_sample, deterministic=True)
@@ -155,12 +170,19 @@ class KillMatrix(Tables):
         # mutant against every listed input, which on a first-kill pool of 23,000 mutants took 40 s
         gappy = {k: {i for i, n in counts.items() if n < len(mutants[k])} for k, counts in evaluated.items()}
         cells: dict[str, dict[tuple[str, str], tuple[str, float | None]]] = defaultdict(dict)
+        extra: dict[str, dict[tuple[str, str], tuple[float | None, dict[str, float]]]] = defaultdict(dict)
         present: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        for mutant, input_id, outcome, margin, problem in self.db.execute(
-                f"select c.mutant, c.input, c.outcome, c.margin, m.problem from cells c {distinct}", args):
+        columns = "c.max_abs, c.margins" if details else "null, null"
+        for mutant, input_id, outcome, margin, max_abs, margins, problem in self.db.execute(
+                f"select c.mutant, c.input, c.outcome, c.margin, {columns}, m.problem from cells c {distinct}", args):
             if input_id in gappy[problem]:
                 present[problem][input_id].add(mutant)
-            if floor is None or not (outcome == "pass" and margin is not None and margin <= floor):
+            others = json.loads(margins) if margins else {}
+            largest = max([max_abs if details else margin, *others.values()], key=lambda x: math.inf if x is None else x)
+            if floor is None or not (outcome == "pass" and largest is not None and largest <= floor):
                 cells[problem][(mutant, input_id)] = (outcome, margin)
+                if details:
+                    extra[problem][(mutant, input_id)] = (max_abs, others)
         return {k: {"problem": problems.get(k, {}), "mutants": mutants[k], "checks": checks[k], "cells": cells[k],
-                    "evaluated": evaluated[k], "present": dict(present[k])} for k in sorted(mutants)}
+                    "evaluated": evaluated[k], "present": dict(present[k]), "details": extra[k]}
+                for k in sorted(mutants)}

@@ -149,3 +149,12 @@ def _m005_mutant_id(problem: str, substrate_hash: str, rule: str, start: int, en
 def m012_quarantined_status(db: sqlite_utils.Database) -> None:
     # a mutant that crashed or hung on the probe input was `crash_probe`; `quarantined` says what it is
     db.execute("update mutants set status = 'quarantined' where status = 'crash_probe'")
+
+
+@migration
+def m013_margins(db: sqlite_utils.Database) -> None:
+    # margins beyond the two columns (`kbm_toolkit.judging`): against another reference (TF32
+    # convolutions, as the benchmarks run) or at another atol/rtol ratio, as JSON {key: margin};
+    # NULL where the run computed none (every cell before this schema)
+    db["cells"].add_column("margins", str)
+    db["input_checks"].add_column("margins", str)
