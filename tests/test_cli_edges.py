@@ -22,7 +22,7 @@ from kbm_toolkit.cli import cli
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.store import shipped_store_path
 
-from support import KB, KBV, build, seed
+from support import KB, KBV, build, seed, write_pack
 
 RAISING_PROBLEM = '''
 import torch
@@ -229,7 +229,14 @@ def test_store_given_after_the_command_is_the_one_read(runner: CliRunner) -> Non
 def test_kernelbench_given_after_the_command_is_the_one_loaded(runner: CliRunner, kernelbench: Path) -> None:
     result = runner.invoke(cli, ["--store", "@demo", "problems", "--level", "level1", "--kernelbench", str(kernelbench)])
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0].split() == ["level1/1_Raises", "no", "substrate"]  # then the store's
+    assert result.stdout.splitlines()[0].split() == ["level1/1_Raises", "kernelbench", "no", "substrate"]  # then the store's
+
+
+def test_bench_given_after_the_command_is_the_one_loaded(runner: CliRunner, tmp_path: Path) -> None:
+    bench = write_pack(tmp_path / "mybench")
+    result = runner.invoke(cli, ["--store", "@demo", "problems", "--level", "mybench", "--bench", str(bench)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].split() == ["mybench/level1/1_MyRelu", "mybench", "not", "gated"]
 
 
 # 5. kbm tui exits with one line where it cannot run (it used to spin at 99% CPU forever).
@@ -335,7 +342,8 @@ def test_kbm_adapters_names_the_plugin_refused_for_its_name(runner: CliRunner) -
     result = runner.invoke(cli, ["adapters"])
     assert result.exit_code == 0, result.output
     assert only_line(result) == PLUGIN_REFUSED
-    assert [line.split()[:2] for line in result.stdout.splitlines() if line.startswith("kbv ")] == [["kbv", "kbv"]]
+    assert [line.split()[:2] for line in result.stdout.splitlines() if line.startswith("kbv ")] == [["kbv", "kbv"],
+                                                                                          ["kbv", "kbv-reconstructed"]]
 
 
 # 8. Mutants: nothing to mutate is an error; filters refuse names they do not know, and take every stored status.
@@ -492,3 +500,26 @@ def test_run_inputs_takes_a_protocol_path_as_every_protocol_option_does(runner: 
     result = runner.invoke(cli, ["--store", str(store), "run", "--inputs", str(bad), "demo/1"])
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
     assert "names 'level9/999', which is no problem here or in the store" in only_line(result)
+
+
+# 12. Benchmark packs: a folder that is no pack, or a pack init-bench cannot write, is one line; nothing is made.
+
+def test_a_bench_that_is_no_pack_is_one_line_and_makes_no_store(runner: CliRunner, tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    result = runner.invoke(cli, ["--store", str(store), "mutate", "--bench", str(tmp_path)])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert only_line(result).startswith(f"Error: {tmp_path}: no bench.toml")
+    assert not store.exists()
+
+
+def test_a_bench_that_is_not_a_folder_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "bench.toml").write_text('[bench]\nname = "x"\n')
+    result = runner.invoke(cli, ["--bench", str(tmp_path / "bench.toml"), "problems"])
+    assert result.exit_code == ExitCode.USAGE and "is a file" in result.output
+
+
+def test_init_bench_over_a_file_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file")
+    result = runner.invoke(cli, ["init-bench", str(tmp_path / "taken"), "--name", "mine"])
+    assert result.exit_code == ExitCode.USAGE and "is a file" in result.output
+    assert (tmp_path / "taken").read_text() == "a file"

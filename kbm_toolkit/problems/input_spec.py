@@ -10,6 +10,12 @@ Record form (JSON/TOML):
      "base": "official" | "normal" | "uniform" | "loguniform", "params": [a, b],
      "transforms": [{"op": "scale", "by": -1.0}, {"op": "spike", "dim": -1, "index": -1, "value": 1e3}],
      "shape": {"dim": 1001}, "reinit": "default" | "normal"}
+
+A KernelBench-Verified hidden test adds one key, only to its own records, so every other spec's
+id stays what it was: `"base": "kbv-hidden", "hidden": {"config": 1, "sha256": "…"}` is config 1
+(0-based) of `get_hidden_inputs()` in KBV's hidden file for the problem, called under `seed`;
+`sha256` is that file's content hash with its problem copy's (`problems.hidden_tests`), so an
+edited file is a new input. The record names no path: the checkout is found through `KBM_KBV`.
 """
 
 from __future__ import annotations
@@ -24,9 +30,13 @@ from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.seeds import OFFICIAL_TRIALS, trial_seeds
 
-BASES = {"official": 0, "normal": 2, "uniform": 2, "loguniform": 2}
+BASES = {"official": 0, "normal": 2, "uniform": 2, "loguniform": 2, "kbv-hidden": 0}
 """Base draws and how many parameters each takes: normal (mean, std), uniform (low, high),
-loguniform (smallest, largest magnitude; random signs)."""
+loguniform (smallest, largest magnitude; random signs); kbv-hidden: a config of KernelBench-Verified's
+published hidden tests (`hidden` says which)."""
+
+HIDDEN_KEYS = ("config", "sha256")
+"""What a kbv-hidden spec's `hidden` holds: the config's index in `get_hidden_inputs()`, the file's hash."""
 
 TRANSFORMS: dict[str, set[str]] = {
     "scale": {"by", "input"},
@@ -62,6 +72,8 @@ class InputSpec:
     """`normal`: every float parameter of the model is redrawn N(0, 1) under the spec's seed."""
     label: str = field(default="", compare=False)
     """Words for people; not part of the identity."""
+    hidden: tuple[tuple[str, Any], ...] = ()
+    """kbv-hidden only: (("config", k), ("sha256", hash)); in the record only when present."""
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
@@ -76,21 +88,32 @@ class InputSpec:
                 raise KbmError(f"transform {op!r} has no parameter {sorted(extra)[0]!r}")
         if self.reinit not in REINITS:
             raise KbmError(f"reinit must be one of {', '.join(REINITS)}, got {self.reinit!r}")
+        if (self.base == "kbv-hidden") != bool(self.hidden):
+            raise KbmError("base 'kbv-hidden' needs a hidden = {config, sha256} and no other base takes one")
+        if self.hidden:
+            hidden = dict(self.hidden)
+            config = hidden.get("config")
+            if set(hidden) != set(HIDDEN_KEYS) or isinstance(config, bool) or not isinstance(config, int) \
+                    or config < 0 or not isinstance(hidden["sha256"], str):
+                raise KbmError(f"hidden must be {{config: a non-negative integer, sha256: a string}}, got {hidden!r}")
+            if self.shape:  # the hidden file draws from KBV's own copy of the problem, at its sizes
+                raise KbmError("a kbv-hidden spec takes no shape overrides")
 
     @classmethod
     def make(cls, problem: str, seed: int, base: str = "official", params: tuple[float, ...] = (),
              transforms: list[dict[str, Any]] | None = None, shape: dict[str, Any] | None = None,
-             reinit: str = "default", label: str = "") -> "InputSpec":
+             reinit: str = "default", label: str = "", hidden: dict[str, Any] | None = None) -> "InputSpec":
         """Build a spec from plain dicts: `transforms=[{"op": "scale", "by": -1}]`."""
         frozen = tuple((t["op"], _freeze({k: v for k, v in t.items() if k != "op"})) for t in transforms or [])
         return cls(problem, int(seed), base, tuple(float(p) for p in params), frozen,
-                   _freeze(shape or {}), reinit, label)
+                   _freeze(shape or {}), reinit, label, _freeze(dict(hidden or {})))
 
     def record(self) -> dict[str, Any]:
         """The spec as plain JSON-able data (without the label)."""
         return {"problem": self.problem, "seed": self.seed, "base": self.base, "params": list(self.params),
                 "transforms": [{"op": op, **dict(p)} for op, p in self.transforms],
-                "shape": dict(self.shape), "reinit": self.reinit}
+                "shape": dict(self.shape), "reinit": self.reinit,
+                **({"hidden": dict(self.hidden)} if self.hidden else {})}  # absent elsewhere: ids unchanged
 
     @functools.cached_property
     def id(self) -> str:
@@ -104,7 +127,8 @@ class InputSpec:
         try:
             return cls.make(data["problem"], data["seed"], data.get("base", "official"),
                             tuple(data.get("params", ())), list(data.get("transforms", [])),
-                            dict(data.get("shape", {})), data.get("reinit", "default"), label)
+                            dict(data.get("shape", {})), data.get("reinit", "default"), label,
+                            data.get("hidden"))
         except (KeyError, TypeError, ValueError) as e:
             raise KbmError(f"malformed input spec {data!r}: {type(e).__name__}: {e}") from None
 
