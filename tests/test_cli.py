@@ -32,7 +32,7 @@ def test_every_command_has_help_with_an_example(runner: CliRunner, command: str)
 def test_doctor_reports_versions_problems_and_store(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "doctor"])
     assert result.exit_code == 0, result.output
-    for word in ("torch", "cuda-core", "NVRTC", "device", "problems (builtin)", str(tmp_path / "s.db")):
+    for word in ("torch", "cuda-core", "NVRTC", "device", "problems (demo)", str(tmp_path / "s.db")):
         assert word in result.output
 
 
