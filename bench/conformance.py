@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -58,10 +59,19 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _gpu_visible() -> bool:
+    """Whether a CUDA device is visible, asked of a child process so that this one never imports torch."""
+    probe = "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _args(argv)
     if not args.summary:
         from kbm_toolkit.store.shipped import open_store
+
+        if not _gpu_visible():  # every submission would fail in its worker, one by one
+            sys.exit("Error: no CUDA device is visible: the checkers' evals run on a GPU (--summary reads a results file)")
 
         if args.kbv:  # kbm's kbv protocol builds KBV's published hidden configs from this checkout
             os.environ["KBM_KBV"] = str(args.kbv.expanduser().resolve())

@@ -340,3 +340,16 @@ def test_a_namespace_package_lacking_a_checkers_optional_module_gets_it_stubbed(
     finally:
         for name in [m for m in sys.modules if m.startswith("fakechecker") or m.startswith("google")]:
             sys.modules.pop(name, None)
+
+
+def test_without_a_gpu_the_script_says_so_once_before_starting(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible here")
+    out = tmp_path / "results.jsonl"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "conformance.py"), "--kernelbench", str(tmp_path),
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        "Error: no CUDA device is visible: the checkers' evals run on a GPU (--summary reads a results file)"]
+    assert not out.exists()
