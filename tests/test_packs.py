@@ -321,7 +321,8 @@ def test_init_bench_writes_a_pack_that_passes_check(runner: CliRunner, tmp_path:
     assert re.search(r"ok +mine/level1/1_Softshrink", result.output)
     assert "1 of 1 substrates pass the static checks" in result.output
     listing = runner.invoke(cli, ["--bench", str(folder), "adapters"])
-    assert [line.split()[:2] for line in listing.stdout.splitlines() if line.startswith("mine")] == [["mine", "mine"]]
+    assert [line.split()[:4] for line in listing.stdout.splitlines() if line.startswith("mine")] == [
+        ["mine", "mine", f"{protocol.judge.atol:g}/{protocol.judge.rtol:g}", "strict-fp32"]]
 
 
 def test_init_bench_names_the_pack_after_its_folder(runner: CliRunner, tmp_path: Path) -> None:
@@ -334,6 +335,8 @@ def test_init_bench_names_the_pack_after_its_folder(runner: CliRunner, tmp_path:
 @pytest.mark.parametrize("args, words", [
     (["--name", "level2"], "'level2' is reserved"),
     (["--name", "Bad Name"], "[bench] name must be"),
+    (["--name", "kernelbench-head"], "pack name 'kernelbench-head' is an installed protocol's"),
+    (["--name", "fuzz-shapes"], "pack name 'fuzz-shapes' is an installed protocol's"),
 ])
 def test_init_bench_refuses_a_bad_name(runner: CliRunner, tmp_path: Path, args: list[str], words: str) -> None:
     result = runner.invoke(cli, ["init-bench", str(tmp_path / "new"), *args])

@@ -111,7 +111,7 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None
 @json_option
 @click.pass_obj
 def adapters_cmd(obj: Context, as_json: bool) -> None:
-    """List the installed protocols: adapter, name, tolerance, description.
+    """List the installed protocols: adapter, name, tolerance (atol/rtol where they differ), reference, description.
 
     Example: kbm adapters
     """
@@ -126,7 +126,9 @@ def adapters_cmd(obj: Context, as_json: bool) -> None:
                                 "description": p.description, "path": p.path} for a, p in rows], indent=1))
         return
     for name, p in rows:
-        click.echo(f"{name:<14} {p.name:<18} {p.tolerance:<8g} {p.description}")
+        j = p.judge
+        tolerance = f"{j.atol:g}" if j.atol == j.rtol else f"{j.atol:g}/{j.rtol:g}"
+        click.echo(f"{name:<14} {p.name:<18} {tolerance:<12} {j.reference:<16} {p.description}")
 
 
 COMMANDS = [report, export, tui, adapters_cmd]

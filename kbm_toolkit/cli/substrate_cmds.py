@@ -147,8 +147,9 @@ def init_bench(folder: str, name: str | None) -> None:
     Example: kbm init-bench mybench && kbm --bench mybench check
     """
     from kbm_toolkit.problems.pack import init_pack
+    from kbm_toolkit.protocols.registry import installed
 
-    pack = init_pack(folder, name)
+    pack = init_pack(folder, name, {p.name for _, p in installed()})
     for path in sorted(p for p in pack.root.rglob("*") if p.is_file()):
         click.echo(f"wrote {Path(folder) / path.relative_to(pack.root)}")
     click.echo(f"Pack {pack.name!r}: its problems are {pack.name}/<level>/<id>_<Name>. "

@@ -276,14 +276,18 @@ def locate_substrate(problem: Problem, packs: Iterable[Pack] | None = None) -> P
     return problem
 
 
-def init_pack(folder: str | Path, name: str | None = None) -> Pack:
-    """Write a new pack into `folder` (new or empty): one problem, its substrate, one protocol."""
+def init_pack(folder: str | Path, name: str | None = None, taken: Iterable[str] = ()) -> Pack:
+    """Write a new pack into `folder` (new or empty): one problem, its substrate, one protocol named
+    like the pack, which may not be one of `taken` (the installed protocols' names)."""
     folder = Path(folder).expanduser().absolute()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise PackError("not an empty folder: init-bench writes a new pack into a new or empty one", folder)
     if name is None and not _NAME.match(folder.name.lower()):
         raise PackError(f"cannot name the pack after its folder {folder.name!r}: give --name", folder)
     name = check_name(name if name is not None else folder.name.lower(), folder / MANIFEST)
+    if name in set(taken):  # its protocol would clash at the next command, once the pack loads
+        raise PackError(f"pack name {name!r} is an installed protocol's, which the pack's own protocol would "
+                        "take: give another --name", folder / MANIFEST)
     template = data_dir(_TEMPLATE)
     values = {"name": name}
     try:
