@@ -66,11 +66,11 @@ def seeded_store(path: Path) -> tuple[Store, list[str]]:
     return store, [r["id"] for r in store.mutants("demo/3_LayerNorm", status="distinct")]
 
 
-def evaluate(store: Store, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, str]) -> object:
+def evaluate(store: Store, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, str], **options: Any) -> Any:
     monkeypatch.setenv("KBM_FAKE", json.dumps(behaviour))
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     problem = ProblemSet.discover().get("demo/3")
-    return run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake())
+    return run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake(**options))
 
 
 def cells(store: Store) -> dict[tuple[str, str], tuple]:
@@ -605,16 +605,13 @@ def test_checks_stored_without_a_runs_margins_get_them_added_once(tmp_path: Path
     from kbm_toolkit.judging import PYTORCH_DEFAULT, margin_key
 
     store, _ = seeded_store(tmp_path / "s.db")
-    monkeypatch.setenv("KBM_FAKE", "{}")
-    monkeypatch.syspath_prepend(str(REPO / "tests"))
     problem = ProblemSet.discover().get("demo/3")
-    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake(margins=[]))
+    evaluate(store, monkeypatch, {}, margins=[])
     rows = list(store.db["input_checks"].rows)
     assert rows and all(r["margins"] is None for r in rows)  # a run asked for none: as before schema m013
     cells_before = store.db["cells"].count
     wanted = [(PYTORCH_DEFAULT, "output", 0.0), (PYTORCH_DEFAULT, "output", 1.0)]
-    summary = run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"},
-                             fake(margins=wanted, checks_only=True))
+    summary = evaluate(store, monkeypatch, {}, margins=wanted, checks_only=True)
     assert summary.problems == {problem.key: "done"} and store.db["cells"].count == cells_before
     for r in store.db["input_checks"].rows_where("margins is not null"):
         assert set(json.loads(r["margins"])) == {margin_key(*m) for m in wanted}
@@ -624,8 +621,7 @@ def test_checks_stored_without_a_runs_margins_get_them_added_once(tmp_path: Path
     assert added == {r["input"] for r in store.db["input_checks"].rows_where("valid = 1") if r["input"] in ids}
     assert len(added) == 3
     runs = store.db["runs"].count
-    again = run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"},
-                           fake(margins=wanted, checks_only=True))
+    again = evaluate(store, monkeypatch, {}, margins=wanted, checks_only=True)
     assert again.problems == {problem.key: "done"} and store.db["runs"].count == runs + 1
 
 
@@ -633,10 +629,7 @@ def test_new_cells_carry_every_margin_the_run_asks_for(tmp_path: Path, monkeypat
     from kbm_toolkit.judging import PYTORCH_DEFAULT, margin_key
 
     store, _ = seeded_store(tmp_path / "s.db")
-    monkeypatch.setenv("KBM_FAKE", "{}")
-    monkeypatch.syspath_prepend(str(REPO / "tests"))
     wanted = [(PYTORCH_DEFAULT, "output", 1.0)]
-    run_evaluation(store, [ProblemSet.discover().get("demo/3")], specs_for, "test", "sm_90", {"gpu": "fake"},
-                   fake(margins=wanted))
+    evaluate(store, monkeypatch, {}, margins=wanted)
     passing = list(store.db["cells"].rows_where("outcome = 'pass'"))
     assert passing and all(json.loads(c["margins"]) == {margin_key(*wanted[0]): c["margin"]} for c in passing)

@@ -39,12 +39,6 @@ class JudgedMatrices:
     (None: no margin against it stored). Only for a judging whose reference is not strict fp32."""
 
 
-def _stored(detail: tuple[float | None, dict[str, Any]] | None) -> tuple[float | None, dict[str, Any]]:
-    if detail is None:
-        return None, {}
-    return detail
-
-
 def _on_reference(margins: dict[str, Any], reference: str) -> bool:
     return any(k.startswith(f"{reference}|") for k in margins)
 
@@ -52,7 +46,7 @@ def _on_reference(margins: dict[str, Any], reference: str) -> bool:
 def judged(matrices: list[Matrix], judging: Judging) -> JudgedMatrices:
     """`matrices` re-judged by `judging`: each cell becomes (outcome, 0 or +inf, or NaN where
     undecided) so that `killed(cell, judging.atol)` is its verdict; each check's `margin` likewise."""
-    strict = Judging(judging.atol, judging.rtol, judging.comparison, STRICT)
+    strict = judging.with_reference(STRICT)
     out = JudgedMatrices(judging, [])
     for mx in matrices:
         if mx.details is None:
@@ -64,7 +58,7 @@ def judged(matrices: list[Matrix], judging: Judging) -> JudgedMatrices:
             out.as_run[mx.problem.key] = as_run
         cells = {}
         for pair, (outcome, margin) in mx.cells.items():
-            max_abs, margins = _stored(mx.details.get(pair))
+            max_abs, margins = mx.details.get(pair) or (None, {})
             ref_abs_max = (mx.checks.get(pair[1]) or {}).get("ref_abs_max")
             by = judging
             if judging.reference != STRICT and not _on_reference(margins, judging.reference):

@@ -159,8 +159,7 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
             if p.name != protocol.name]
     mine = run_protocol(protocol, matrices, tolerance, judging=judging)
     strict_own = protocol.judge.with_reference(STRICT)
-    own = mine if (judging or (protocol.judge if tolerance is None else None)) == strict_own \
-        else run_protocol(protocol, matrices, judging=strict_own)
+    own = mine if mine.judging == strict_own else run_protocol(protocol, matrices, judging=strict_own)
     wit = witnessed(base + [own])  # the denominator never depends on a --tolerance override
     n = sum(len(w) for w in wit.values())
     d = sum(len(mine.detected.get(k, set()) & w) for k, w in wit.items())

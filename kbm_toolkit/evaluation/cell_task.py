@@ -30,6 +30,11 @@ from kbm_toolkit.vocabulary import Outcome, RecordKind
 Records = Generator[dict[str, Any], None, Any]
 """A step of the task: the records it yields, and what it returns to the step above."""
 
+def in_columns(scale: str, ratio: float) -> bool:
+    """Whether a (scale, ratio) margin is one every comparison has: `margin` (output, 1), `max_abs` (ratio 0)."""
+    return ratio == 0 or (scale, ratio) == ("output", 1.0)
+
+
 WARM_KERNEL = 'extern "C" __global__ void kbm_warm(float* p, int n) { if (threadIdx.x < n) p[threadIdx.x] = 0.0f; }'
 
 
@@ -245,6 +250,8 @@ class _CellTask:
 
         from kbm_toolkit.cuda.reference import reference_environment
 
+        if not self.references:
+            return {}
         others = {}
         start = time.perf_counter()
         for name in self.references:
@@ -265,14 +272,16 @@ class _CellTask:
             return [(sc, x) for r, sc, x in self.margins if r == reference]
 
         def value(cmp: Any, scale: str, ratio: float) -> float:
-            return cmp.margin if (scale, ratio) == ("output", 1.0) else cmp.max_abs if ratio == 0 else cmp.extra[(scale, ratio)]
+            if not in_columns(scale, ratio):
+                return cmp.extra[(scale, ratio)]
+            return cmp.max_abs if ratio == 0 else cmp.margin
 
         same = [STRICT] + [name for name in self.references if name not in others]
-        pairs = sorted({p for name in same for p in asked(name)} - {("output", 1.0), ("output", 0.0)})
+        pairs = sorted({p for name in same for p in asked(name) if not in_columns(*p)})
         cmp = compare(ref, out, pairs)
         margins = {margin_key(name, sc, x): value(cmp, sc, x) for name in same for sc, x in asked(name)}
         for name, other in others.items():
-            theirs = compare(other, out, [p for p in asked(name) if p not in (("output", 1.0), ("output", 0.0))])
+            theirs = compare(other, out, [p for p in asked(name) if not in_columns(*p)])
             margins.update({margin_key(name, sc, x): value(theirs, sc, x) for sc, x in asked(name)})
         return cmp, margins
 
@@ -283,7 +292,7 @@ class _CellTask:
         else from one launch of the correct kernel."""
         stored = self.recheck[spec.id]
         record: dict[str, Any] = {"kind": RecordKind.MARGINS, "input": spec.id}
-        if not others and all(x in (0.0, 1.0) and (sc == "output" or x == 0.0) for _, sc, x in self.margins):
+        if not others and all(in_columns(sc, x) for _, sc, x in self.margins):
             record["margins"] = {margin_key(name, sc, x): stored["margin"] if x == 1.0 else stored["max_abs"]
                                  for name, sc, x in self.margins}
             return record

@@ -38,28 +38,33 @@ class RunRequest:
     checks_only: bool = False
 
 
-def first_kill_protocols(source: str) -> list[Protocol]:
-    """The protocols named by `--inputs`, whose tolerances say what a detection is (`--first-kill`)."""
-    protocols = []
+def source_protocols(source: str) -> dict[str, Protocol | None]:
+    """Each part of `--inputs` (comma-separated), and the protocol it names (None: a spec file or a
+    built-in source such as `official`)."""
+    parts: dict[str, Protocol | None] = {}
     for part in (p.strip() for p in source.split(",") if p.strip()):
         try:
-            protocols.append(load_protocol(part))
+            parts[part] = load_protocol(part)
         except KbmError:
+            parts[part] = None
+    return parts
+
+
+def first_kill_protocols(source: str) -> list[Protocol]:
+    """The protocols named by `--inputs`, whose tolerances say what a detection is (`--first-kill`)."""
+    parts = source_protocols(source)
+    for part, protocol in parts.items():
+        if protocol is None:
             raise OptionError(f"--first-kill needs protocols as --inputs (their tolerances say what detects a "
-                           f"mutant); {part!r} is not one") from None
-    return protocols
+                              f"mutant); {part!r} is not one")
+    return [p for p in parts.values() if p is not None]
 
 
 def run_margins(source: str) -> list[Margin]:
     """The margins a run computes beyond the columns: what every installed protocol, and every
     protocol `source` names, needs to be judged exactly."""
-    judgings = [p.judge for p in all_protocols()]
-    for part in (p.strip() for p in source.split(",") if p.strip()):
-        try:
-            judgings.append(load_protocol(part).judge)
-        except KbmError:
-            continue  # a spec file or a built-in source: no judging of its own
-    return extra_margins(judgings)
+    named = [p.judge for p in source_protocols(source).values() if p is not None]
+    return extra_margins([p.judge for p in all_protocols()] + named)
 
 
 def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
