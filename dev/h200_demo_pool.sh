@@ -31,4 +31,4 @@ sleep $(( whole / 2 > 5 ? whole / 2 : 5 ))
 kill -9 -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 echo "killed at $(python3 -c "import sqlite3;print(sqlite3.connect('$B').execute('select count(*) from cells').fetchone()[0])") cells"
 kbm --store "$B" run --inputs gate --level demo > "$OUT/demo-run-resumed.txt" 2>&1 || echo "resume exit $?"
-python3 dev/compare_cells.py "$A" "$B" | tee "$OUT/demo-compare.txt"
+python3 bench/compare_cells.py "$A" "$B" | tee "$OUT/demo-compare.txt"

@@ -1,0 +1,231 @@
+"""bench/eval_throughput.py and bench/compare_cells.py without a GPU: the options, the input copy,
+a run's analysis, the table, the cell comparison, and the whole bench with its runs faked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbm_toolkit.store import Store
+
+from support import REPO, load_script
+
+bench = load_script("bench/eval_throughput.py")
+compare = load_script("bench/compare_cells.py")
+
+SECONDS = {"launches": 60.0, "comparing": 10.0, "checking": 5.0, "building": 8.0, "references": 4.0,
+           "correct": 2.0, "planning": 1.0, "spares": 0.0, "tail": 0.0, "crashed": 0.0, "loading": 0.5,
+           "other": 9.5, "wall": 100.0}
+
+
+def make_store(path: Path, margins: dict[str, float | None] | None = None, problems: tuple[str, ...] = ("lv/1_A", "lv/2_B"),
+               stats: dict | None = None) -> Store:
+    """Two problems with two mutants each, an input per problem, its check and every cell."""
+    store = Store(path)
+    for key in problems:
+        store.db["problems"].insert({"key": key, "level": "lv", "number": int(key[3]), "name": key[5:],
+                                     "sample": 0.5, "full_rows": 0.25})
+        store.db["inputs"].insert({"id": f"in-{key}", "problem": key, "spec": "{}", "label": "official trial 0",
+                                   "source": "kernelbench"})
+        for m in ("x", "y"):
+            store.db["mutants"].insert({"id": f"{m}-{key}", "problem": key, "substrate_hash": "h", "rule": f"rule-{m}",
+                                        "family": "arithmetic", "status": "distinct", "name": f"{m} of {key}"})
+    run = store.start_run("evaluate", {"gpu": "test GPU", "workers": 1})
+    for key in problems:
+        store.record_input_check("h", run, {"input": f"in-{key}", "valid": True, "outcome": "pass", "margin": 1e-7,
+                                            "max_abs": 1e-7})
+    margins = margins or {}
+    store.record_cells(run, [{"mutant": f"{m}-{key}", "input": f"in-{key}", "outcome": "pass",
+                              "margin": margins.get(f"{m}-{key}", 0.5), "ms": 2.0}
+                             for key in problems for m in ("x", "y")])
+    store.finish_run(run, stats if stats is not None else {"seconds": SECONDS, "compared_bytes": 4e9})
+    return store
+
+
+def test_defaults_hold_the_issue_slice():
+    args = bench.parse_args(["--store", "s.db"])
+    keys = args.problems
+    assert len(keys) >= 10 and len(set(keys)) == len(keys)
+    assert {"level1/19_ReLU", "level1/23_Softmax", "level1/47_Sum_reduction_over_a_dimension"} <= set(keys)
+    assert any(k.startswith(("level1/1_", "level1/2_")) for k in keys)
+    assert any(k.startswith("level1/") and "conv" in k for k in keys)
+    assert any(k.startswith("level2/") and "Conv" in k for k in keys)
+    assert (args.inputs, args.sample, args.repeat, args.baseline, args.baseline_commit) == ("kernelbench", 0.2, 1, None, None)
+    assert bench.parse_args(["--store", "s", "--problems", "a/1_X, b/2_Y,"]).problems == ["a/1_X", "b/2_Y"]
+
+
+@pytest.mark.parametrize("argv", [["--baseline", "x", "--baseline-commit", "abc"], ["--sample", "0"],
+                                  ["--sample", "1.5"], ["--repeat", "0"], []])
+def test_bad_options_are_refused(argv):
+    with pytest.raises(SystemExit):
+        bench.parse_args((["--store", "s"] if argv else []) + argv)
+
+
+def test_help_needs_neither_kbm_nor_torch():
+    done = subprocess.run([sys.executable, "-S", str(REPO / "bench" / "eval_throughput.py"), "--help"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "--baseline-commit" in done.stdout
+
+
+def test_input_copy_lacks_the_slice_and_leaves_the_store_alone(tmp_path):
+    make_store(tmp_path / "s.db").close()
+    before = (tmp_path / "s.db").read_bytes()
+    removed = bench.prepare_input(tmp_path / "s.db", tmp_path / "work" / "in.db", ["lv/1_A"])
+    assert removed == {"cells_removed": 2, "checks_removed": 1}
+    assert (tmp_path / "s.db").read_bytes() == before
+    db = sqlite3.connect(tmp_path / "work" / "in.db")
+    assert [r[0] for r in db.execute("select mutant from cells order by 1")] == ["x-lv/2_B", "y-lv/2_B"]
+    assert [r[0] for r in db.execute("select input from input_checks")] == ["in-lv/2_B"]
+    assert db.execute("select key, sample, full_rows from problems order by key").fetchall() == [
+        ("lv/1_A", None, None), ("lv/2_B", 0.5, 0.25)]
+    assert db.execute("select count(*) from mutants").fetchone()[0] == 4  # mutants and inputs stay
+
+
+def test_input_copy_refuses_a_problem_without_mutants(tmp_path):
+    make_store(tmp_path / "s.db").close()
+    with pytest.raises(SystemExit, match="no mutants of lv/9_Z"):
+        bench.prepare_input(tmp_path / "s.db", tmp_path / "in.db", ["lv/1_A", "lv/9_Z"])
+
+
+def test_a_run_row_is_read_from_its_stats(tmp_path):
+    make_store(tmp_path / "s.db").close()
+    row = bench.run_row(tmp_path / "s.db", 0, "new", 0, 123.4, 0)
+    assert (row["cells"], row["wall_s"], row["cells_per_s"], row["compared_bytes"]) == (4, 100.0, 0.0, 4e9)
+    assert row["seconds"]["checking"] == 5.0 and row["stopped"] is False and row["process_s"] == 123.4
+    assert bench.run_row(tmp_path / "s.db", 1, "new", 0, 1.0, 2)["error"].startswith("no evaluate run")
+
+
+def test_the_baseline_borrows_the_new_runs_bytes_and_the_table_says_so():
+    old = {"evaluator": "old", "rep": 0, "run": 5, "cells": 1000, "wall_s": 50.0, "process_s": 60.0,
+           "cells_per_s": 20.0, "seconds": {**{k: v for k, v in SECONDS.items() if k != "checking"},
+                                            "comparing": 15.0}}
+    new = {"evaluator": "new", "rep": 0, "run": 5, "cells": 1000, "wall_s": 25.0, "process_s": 35.0,
+           "cells_per_s": 40.0, "seconds": SECONDS, "compared_bytes": 8e12}
+    rows = bench.with_floors([old, new], 4e12)
+    assert rows[0]["bytes_borrowed"] and rows[0]["floor_s"] == 2.0 and rows[0]["compare_over_floor"] == 7.5
+    assert "bytes_borrowed" not in rows[1] and rows[1]["compare_over_floor"] == 5.0
+    assert rows[1]["share_not_launches"] == 0.4
+    text = bench.table(rows)
+    lines = text.splitlines()
+    labels = [line.split()[0] for line in lines[1:]]
+    assert labels.index("checking") == labels.index("comparing") + 1 and labels[labels.index("not") - 1] == "other"
+    assert [line for line in lines if line.startswith("  checking")][0].split()[1:] == ["-", "5.0%"]
+    assert "7.50*" in text and "the baseline stores no bytes compared" in text
+    last = bench.verdict_lines(rows, [], 4e12)
+    assert last[1].startswith("new/old cells/s: 2.00x") and "5.00" in last[2] and "40.0%" in last[3]
+
+
+def test_a_failed_run_shows_its_error_and_no_ratio():
+    rows = bench.with_floors([{"evaluator": "old", "rep": 0, "error": "no evaluate run stored (see its log)"},
+                              {"evaluator": "new", "rep": 0, "cells": 4, "cells_per_s": 1.0, "seconds": SECONDS}], None)
+    assert "old #1: no evaluate run stored" in bench.table(rows)
+    assert bench.verdict_lines(rows, [], None)[:2] == ["read bandwidth: not measured",
+                                                       "new/old cells/s: - (a run is missing)"]
+
+
+def test_cells_agree_to_fp32_rounding(tmp_path):
+    make_store(tmp_path / "a.db", {"x-lv/1_A": 0.1, "y-lv/1_A": None, "x-lv/2_B": 0.3}).close()
+    make_store(tmp_path / "b.db", {"x-lv/1_A": 0.1 * (1 + 5e-7), "y-lv/1_A": None, "x-lv/2_B": 0.3 * (1 + 1e-5)}).close()
+    result = compare.compare_cells(tmp_path / "a.db", tmp_path / "b.db", rel=1e-6)
+    assert result["cells"] == [4, 4] and result["equal"] == 3 and not result["only_first"]
+    assert [(d["mutant"], d["name"], d["rule"], d["problem"]) for d in result["differing"]] == [
+        ("x-lv/2_B", "x of lv/2_B", "rule-x", "lv/2_B")]
+    assert compare.compare_cells(tmp_path / "a.db", tmp_path / "b.db", ["lv/1_A"], rel=1e-6)["differing"] == []
+    assert len(compare.compare_cells(tmp_path / "a.db", tmp_path / "b.db")["differing"]) == 2  # exact by default
+    line = bench.cells_line(result, 0)
+    assert "3 equal" in line and "1 differ (0 in outcome)" in line and "x-lv/2_B x of lv/2_B (lv/2_B, 1)" in line
+
+
+@pytest.mark.parametrize("a, b, same", [(None, None, True), (None, 0.0, False), (float("inf"), float("inf"), True),
+                                        (float("inf"), 1e30, False), (0.0, 0.0, True), (1.0, 1.0 + 1e-7, True),
+                                        (1.0, 1.0 + 1e-5, False)])
+def test_margins(a, b, same):
+    assert compare.same_margin(a, b, 1e-6) is same
+
+
+def test_compare_command_names_mutants_and_exits_1_on_missing_cells(tmp_path, capsys):
+    make_store(tmp_path / "a.db").close()
+    make_store(tmp_path / "b.db", {"y-lv/1_A": 0.25}, problems=("lv/1_A",)).close()
+    assert compare.main([str(tmp_path / "a.db"), str(tmp_path / "b.db")]) == 1
+    printed = capsys.readouterr().out
+    assert "only in first 2, only in second 0" in printed and "mutant y-lv/1_A y of lv/1_A (rule-y, lv/1_A)" in printed
+    assert compare.main([str(tmp_path / "a.db"), str(tmp_path / "b.db"), "--problems", "lv/1_A"]) == 0
+
+
+def test_without_cuda_it_refuses_in_one_line(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "out")])
+    assert "needs a CUDA GPU" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_whole_bench_with_its_runs_faked(tmp_path, monkeypatch, capsys):
+    """Both evaluators 'run' (a fake writes their cells into their copies), then the table and the comparison."""
+    make_store(tmp_path / "s.db").close()
+    old = tmp_path / "old"
+    (old / "kbm_toolkit").mkdir(parents=True)
+    (old / "kbm_toolkit" / "__init__.py").write_text("")
+    calls = []
+
+    def fake_run(checkout, command, log, timeout):
+        name = "old" if checkout == old.resolve() else "new"
+        calls.append(name)
+        log.write_text(" ".join(command))
+        store = Store(command[command.index("--store") + 1])
+        run = store.start_run("evaluate", {"workers": 1})
+        margin = 0.5 if name == "old" else 0.5 * (1 + 1e-3)  # one mutant differs beyond fp32 rounding
+        store.record_cells(run, [{"mutant": "x-lv/1_A", "input": "in-lv/1_A", "outcome": "pass", "margin": margin},
+                                 {"mutant": "y-lv/1_A", "input": "in-lv/1_A", "outcome": "pass", "margin": 0.5}])
+        seconds = {k: v * (0.1 if name == "new" else 0.2) for k, v in SECONDS.items()}  # walls of 10 and 20 s
+        store.finish_run(run, {"seconds": seconds, **({"compared_bytes": 2e12} if name == "new" else {})})
+        store.close()
+        return 12.0, 0
+
+    monkeypatch.setattr(bench, "_cuda_or_exit", lambda: "sm_90")
+    monkeypatch.setattr(bench, "read_bandwidth", lambda: 1e12)
+    monkeypatch.setattr(bench, "check_import", lambda checkout: None)
+    monkeypatch.setattr(bench, "slice_plan", lambda *a: [{"problem": "lv/1_A", "mutants": 2, "inputs": 1, "cells": 4}])
+    monkeypatch.setattr(bench, "run_evaluator", fake_run)
+    out, work = tmp_path / "out", tmp_path / "work"
+    bench.main(["--store", str(tmp_path / "s.db"), "--baseline", str(old), "--problems", "lv/1_A", "--no-warm",
+                "--repeat", "2", "--out", str(out), "--work", str(work)])
+    assert calls == ["old", "new", "old", "new"]
+    printed = capsys.readouterr().out
+    assert "2 mutants x (1 inputs + probe) <=     4 cells  lv/1_A" in printed
+    assert "new/old cells/s: 2.00x" in printed and "compare / floor: 0.50" in printed
+    assert printed.count("1 differ (0 in outcome)") == 2 and "x-lv/1_A x of lv/1_A" in printed
+    saved = json.loads((out / "runs.json").read_text())
+    assert [r["evaluator"] for r in saved["runs"]] == ["old", "new", "old", "new"]
+    assert saved["runs"][0]["bytes_borrowed"] and saved["runs"][0]["compared_bytes"] == 2e12
+    assert len(json.loads((out / "compare.json").read_text())) == 2
+    assert (out / "table.txt").read_text().startswith(" ") and (out / "logs" / "r2-old.log").is_file()
+    assert sqlite3.connect(tmp_path / "s.db").execute("select count(*) from cells").fetchone()[0] == 4
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="needs git")
+def test_a_baseline_commit_becomes_a_worktree(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "kbm_toolkit").mkdir(parents=True)
+    (repo / "kbm_toolkit" / "__init__.py").write_text("")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    monkeypatch.setattr(bench, "REPO", repo)
+    args = bench.parse_args(["--store", "s", "--baseline-commit", sha[:7], "--worktree", str(tmp_path / "old")])
+    path = bench.baseline_checkout(args)
+    assert path == (tmp_path / "old").resolve() and (path / "kbm_toolkit" / "__init__.py").is_file()
+    assert bench.baseline_checkout(args) == path  # reused
+    with pytest.raises(SystemExit, match="no worktree"):
+        (tmp_path / "other").mkdir()
+        bench.baseline_checkout(bench.parse_args(["--store", "s", "--baseline-commit", sha, "--worktree",
+                                                  str(tmp_path / "other")]))
