@@ -32,7 +32,7 @@ from pathlib import Path
 
 from kbm_toolkit.store import in_sample
 from kbm_toolkit.paths import PACKAGE_DIR
-from kbm_toolkit.problems.problem import constants_text, problem_from_row
+from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.store import Store, copy_store
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
@@ -68,7 +68,7 @@ def fill_constants(store: Store) -> tuple[int, list[str]]:
     filled, lacking = 0, []
     with store.db.conn:
         for row in list(store.db.query("select * from problems where constants is null")):
-            text = constants_text(problem_from_row(row["key"], row))
+            text = problem_from_row(row["key"], row).constants_text()
             if text is None:
                 lacking.append(row["key"])
                 continue

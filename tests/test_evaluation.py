@@ -111,6 +111,8 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
     assert split["launches"] == pytest.approx(launched * 1.0 / 1000, abs=0.01)
     assert split["loading"] == pytest.approx(launched * 0.5 / 1000, abs=0.01)
     assert split["comparing"] == pytest.approx(launched * 0.25 / 1000, abs=0.01)
+    assert split["checking"] == pytest.approx(launched * 0.125 / 1000, abs=0.01)
+    assert summary.compared_bytes == launched * 64
     # each input is checked once; a restarted worker builds it and runs its reference again, and counts
     assert split["correct"] == pytest.approx(store.db["input_checks"].count / 1000)
     assert split["building"] == split["references"] > split["correct"]
@@ -118,7 +120,8 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
     assert split["planning"] > 0 and split["tail"] >= 0
     assert sum(v for k, v in split.items() if k != "wall") == pytest.approx(split["wall"], abs=0.05)
     stored = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])
-    assert stored == {"seconds": split, "restarts": summary.restarts, "spares": summary.spares}
+    assert stored == {"seconds": split, "restarts": summary.restarts, "spares": summary.spares,
+                      "compared_bytes": summary.compared_bytes}
     # the first child and one per restart (the hang and the crash), each warm-up timed
     assert summary.spares["starts"] == 1 + summary.restarts and summary.spares["warm_s_median"] > 0
 
@@ -633,3 +636,58 @@ def test_new_cells_carry_every_margin_the_run_asks_for(tmp_path: Path, monkeypat
     evaluate(store, monkeypatch, {}, margins=wanted)
     passing = list(store.db["cells"].rows_where("outcome = 'pass'"))
     assert passing and all(json.loads(c["margins"]) == {margin_key(*wanted[0]): c["margin"]} for c in passing)
+
+
+def test_redo_overwritten_measures_again_only_the_cells_after_a_restored_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.store.kill_matrix import RESTORED_NOTE
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    evaluate(store, monkeypatch, {})
+    share = store.db.execute("select sample, full_rows from problems").fetchall()
+    first = store.latest_run()
+    target = specs_for(ProblemSet.discover().get("demo/3"))[1].id
+    writer, at = store.db.execute("select mutant, rowid from cells where input = ? order by rowid limit 1 offset 2",
+                                  [target]).fetchone()
+    # every later cell of the problem in that run, on any input: the weights it may have written
+    # were cached across inputs and never checked
+    after = {(m, i) for m, i in store.db.execute("select mutant, input from cells where rowid > ?", [at])}
+    probe = store.db.execute("select c.mutant, c.input, c.rowid from cells c join inputs i on i.id = c.input "
+                             "where i.label = 'probe' order by c.rowid desc limit 1").fetchone()
+    assert {i for _, i in after} > {target} and probe[2] < at
+    # a writer restored from its copies, and every cell garbled, to see which ones come back
+    store.db.execute("update cells set note = ? where mutant = ? and input = ?", [RESTORED_NOTE, writer, target])
+    store.db.execute("update cells set outcome = 'value', margin = 9.5")
+    store.db.conn.commit()
+    suspects = store.overwrite_suspects("demo/3_LayerNorm")
+    assert {(m, i) for i, ms in suspects.items() for m in ms} == after
+    assert store.overwrite_suspects("demo/1_ReLU") == {}
+
+    redo = {"demo/3_LayerNorm": after}
+    summary = evaluate(store, monkeypatch, {}, probe=False, redo=redo, rerun_crashers=True,
+                       only={"demo/3_LayerNorm": {m for m, _ in after}})
+    assert summary.cells == len(after)
+    rows = {(r["mutant"], r["input"]): r for r in store.db["cells"].rows}
+    for pair in after:  # measured again in place, by the new run, as the fake measures it
+        assert rows[pair]["run"] != first and rows[pair]["outcome"] == "pass"
+    garbled = {k for k, r in rows.items() if r["outcome"] == "value"}
+    assert garbled == set(rows) - after  # nothing else ran: not the writer, not a cell before it
+    assert store.db.execute("select sample, full_rows from problems").fetchall() == share  # shares unchanged
+    assert store.overwrite_suspects() == {}  # measured again by a run with no restored writer
+    kept = {(r["mutant"], r["input"]): r for r in store.db["superseded_cells"].rows}
+    assert set(kept) == after  # what the redo replaced, kept as it was
+    assert all(r["outcome"] == "value" and r["margin"] == 9.5 and r["run"] == first and r["superseded_by"] != first
+               for r in kept.values())
+
+
+def test_a_writer_on_the_probe_taints_only_the_probes_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.store.kill_matrix import RESTORED_NOTE
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    evaluate(store, monkeypatch, {})
+    probe_cells = store.db.execute("select c.mutant, c.input, c.rowid from cells c join inputs i on i.id = c.input "
+                                   "where i.label = 'probe' order by c.rowid").fetchall()
+    writer, probe, at = probe_cells[0]
+    store.db.execute("update cells set note = ? where mutant = ? and input = ?", [RESTORED_NOTE, writer, probe])
+    store.db.conn.commit()
+    assert store.overwrite_suspects() == {probe: {m for m, _, r in probe_cells if r > at}}

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 from kbm_toolkit.errors import StoreError
 from kbm_toolkit.evaluation.gate import GateResult, GateRow
 from kbm_toolkit.problems.problem_set import ProblemSet
-from kbm_toolkit.store import Store
+from kbm_toolkit.store import Store, copy_store
 from kbm_toolkit.store.schema import MIGRATIONS
 
 
@@ -141,7 +142,30 @@ def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp
     assert a.db["runs"].get(cells["only-b"]["run"])["gpu"] == "GPU of b"
     assert a.db["runs"].get(a.reference_checks()["shared"]["run"])["kind"] == "refcheck"
     assert a.merge(b) == {"problems": 0, "rules": 0, "substrates": 0, "gate_inputs": 0, "mutants": 0,
-                          "inputs": 0, "input_checks": 0, "reference_checks": 0, "cells": 0}
+                          "inputs": 0, "input_checks": 0, "reference_checks": 0, "cells": 0, "superseded_cells": 0}
+
+
+def test_merging_a_store_that_measured_cells_again_replaces_them_and_keeps_the_old(tmp_path: Path) -> None:
+    pool = Store(tmp_path / "pool.db")
+    first = pool.start_run("evaluate", {"gpu": "G"})
+    pool.db["mutants"].insert_all([{"id": m, "problem": "p/1", "status": "distinct"} for m in ("m1", "m2")])
+    pool.record_cells(first, [{"mutant": m, "input": "i", "outcome": "value", "margin": 9.5} for m in ("m1", "m2")])
+    pool.close()
+    copy_store(tmp_path / "pool.db", tmp_path / "redo.db")
+    redo = Store(tmp_path / "redo.db")
+    again = redo.start_run("evaluate", {"gpu": "G", "redo": True})
+    redo.record_cells(again, [{"mutant": "m1", "input": "i", "outcome": "pass", "margin": 1e-7}], replace=True)
+    pool = Store(tmp_path / "pool.db")
+    added = pool.merge(redo)
+    assert added["cells measured again"] == 1 and added["superseded_cells"] == 1
+    cells = {r["mutant"]: r for r in pool.db["cells"].rows}
+    assert (cells["m1"]["outcome"], cells["m1"]["margin"]) == ("pass", 1e-7)
+    assert pool.db["runs"].get(cells["m1"]["run"])["environment"] == json.dumps({"gpu": "G", "redo": True}, sort_keys=True)
+    assert cells["m2"]["outcome"] == "value"  # not measured again: kept
+    (kept,) = pool.db["superseded_cells"].rows
+    assert (kept["mutant"], kept["outcome"], kept["run"], kept["superseded_by"]) == ("m1", "value", first,
+                                                                                     cells["m1"]["run"])
+    assert "cells measured again" not in pool.merge(redo)  # idempotent
 
 
 def test_a_readonly_store_at_an_older_schema_is_read_upgraded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

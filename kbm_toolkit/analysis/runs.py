@@ -10,7 +10,8 @@ TIME_SPLIT = {
     "launches": "mutants' launches (launcher and kernel, synchronised)",
     "crashed": "launches that crashed or hung, until the crash or the deadline",
     "loading": "loading mutants' images into the worker",
-    "comparing": "comparing outputs and checking inputs for overwrites",
+    "comparing": "comparing outputs with the references (before 2026-12-02 also checking for overwrites)",
+    "checking": "checksums: whether a mutant wrote over its inputs, weights or references",
     "building": "building models and inputs",
     "references": "running references",
     "correct": "running the correct kernel",
@@ -30,11 +31,14 @@ def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:
 
 
 def run_rows(store: Any) -> list[dict[str, Any]]:
-    """Every run with its kind, GPU, dates, what it wrote, its wall time and its cells per second."""
+    """Every run with its kind, its shard (`kbm run --shard`; None), GPU, dates, what it wrote, its
+    wall time and its cells per second."""
     rows = []
     for r in store.runs():
         wall = wall_seconds(r)
-        rows.append({"run": r["id"], "kind": r["kind"], "gpu": r["gpu"], "started": r["started"],
+        env = json.loads(r["environment"] or "{}")
+        rows.append({"run": r["id"], "kind": r["kind"], "shard": env.get("shard"), "gpu": r["gpu"],
+                     "started": r["started"],
                      "ended": r["finished"] or r["stopped"], "stopped": bool(r["stopped"] and not r["finished"]),
                      "cells": r["cells"], "checks": r["checks"], "wall_s": wall,
                      "cells_per_s": round(r["cells"] / wall, 1) if wall and r["cells"] else None})

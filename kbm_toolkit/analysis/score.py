@@ -277,6 +277,7 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     vs_excluded = flags(vs, problems, references, None, magnitudes) if vs else None
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging)
     report["sample"] = store.sample_summary(sample)
+    report["overwrite_suspects"] = sum(len(m) for m in store.overwrite_suspects().values())
     return report
 
 

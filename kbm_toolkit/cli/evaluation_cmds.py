@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,25 @@ from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.cli.params import SHARE, json_option, protocol_option
+
+if TYPE_CHECKING:
+    from kbm_toolkit.evaluation.shard import Shard
+
+
+def _shard(_: click.Context, __: click.Parameter, value: str | None) -> Shard | None:
+    """`--shard K/N` read by the library (OptionError: one line, the usage exit code)."""
+    from kbm_toolkit.evaluation.shard import Shard
+
+    return None if value is None else Shard.parse(value)
+
+
+def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    """`--ray ADDRESS`, refused in one line (the usage exit code) before any work when Ray is not installed."""
+    if value is not None:
+        from kbm_toolkit.evaluation.ray_backend import require
+
+        require()
+    return value
 
 
 @command("run")
@@ -22,9 +42,16 @@ from kbm_toolkit.cli.params import SHARE, json_option, protocol_option
 @click.option("--sample", type=SHARE,
               help="Evaluate only this share of each problem's mutants (a fixed draw by id; a larger share "
                    "extends a smaller one). Scores are then over the sample.")
-@click.option("--gpus", type=click.IntRange(1), default=1, show_default=True, help="GPUs to use, from device 0.")
+@click.option("--gpus", type=click.IntRange(1),
+              help="GPUs to use, from device 0 [default: 1; with --ray, every GPU of the cluster].")
 @click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
               help="Workers per GPU, each on its own problems: one restarts after a crash while the others run.")
+@click.option("--shard", metavar="K/N", callback=_shard,
+              help="Only shard K of N (K from 0): whole problems, dealt in a fixed order, so N runs on copies "
+                   "of one store split the work and `kbm merge` folds them (README: Beyond one machine).")
+@click.option("--ray", "ray", metavar="ADDRESS", callback=_ray,
+              help="Run the workers as Ray actors, one per GPU of the Ray cluster at ADDRESS (auto: the one "
+                   "`ray start` runs here); this process compiles and writes the store. Needs the ray extra.")
 @click.option("--arch", help="Compile for this target (default: the device's).")
 @click.option("--no-probe", is_flag=True, help="Skip the tiny-input crash probe.")
 @click.option("--rerun-crashers", is_flag=True,
@@ -42,10 +69,15 @@ from kbm_toolkit.cli.params import SHARE, json_option, protocol_option
 @click.option("--checks-only", is_flag=True,
               help="Run no mutant: only check each input against the correct kernel, adding the margins "
                    "stored checks lack (e.g. against a protocol's TF32 reference: one launch per input at most).")
+@click.option("--redo-overwritten", is_flag=True,
+              help="Measure again, in place, the cells an evaluator before 2026-12-02 ran on an input after a "
+                   "mutant had written over it and it was restored from copies the writer could reach (each "
+                   "on its own stored input; --inputs is not used).")
 @click.pass_obj
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
             gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
-            survivors_of: str | None, witnessed: bool, first_kill: bool, checks_only: bool) -> None:
+            survivors_of: str | None, witnessed: bool, first_kill: bool, checks_only: bool,
+            redo_overwritten: bool, shard: Shard | None, ray: str | None) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -59,7 +91,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
 
     store = obj.store()
     request = RunRequest(source, problems, level, sample, gpus, workers, arch, not no_probe, rerun_crashers,
-                         survivors_of, witnessed, first_kill, checks_only)
+                         survivors_of, witnessed, first_kill, checks_only, redo_overwritten, shard=shard, ray=ray)
     before = store.latest_run()
     try:
         with progress_bar() as progress:

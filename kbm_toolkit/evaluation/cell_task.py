@@ -2,8 +2,10 @@
 in, a stream of records out. Runs only inside a worker process (`CELL_TASK`).
 
 Input-major: each input is built once, the reference computed once, the correct substrate run
-(its margin decides the input's validity), then every mutant, then the input is freed. Inputs and
-the reference are checked after each mutant and restored if a mutant wrote over them.
+(its margin decides the input's validity), then every mutant, then the input is freed. After each
+mutant the checksums of the inputs, the model's weights and the references (`cuda.checksum`, one
+read of each, no copy) say whether it wrote over them; a writer's cell stands, and the worker is
+replaced, since its stray writes may reach memory no checksum watches.
 
 The reference is strict fp32; a task asking for margins against another reference environment
 (`kbm_toolkit.judging`: TF32 convolutions, as the benchmarks run) computes that reference once
@@ -59,6 +61,7 @@ def warm_up() -> dict[str, float]:
 
     from kbm_toolkit.cuda.reference import strict_fp32_references
     from kbm_toolkit.cuda.launch_guard import guard
+    from kbm_toolkit.cuda.checksum import Watch
     from kbm_toolkit.cuda.comparison import compare
     from kbm_toolkit.cuda.nvrtc import compile_source
     from kbm_toolkit.cuda.kernels import Kernels, device_arch
@@ -72,6 +75,7 @@ def warm_up() -> dict[str, float]:
         with guard("warm-up"):
             x = torch.zeros(4, 4, device="cuda")
         compare(x, x.clone())
+        Watch([x]).changed()
         lap("guard")
         x @ x  # cuBLAS and cuDNN handles: every restart would otherwise pay them in its first reference
         torch.nn.functional.conv2d(x[None, None], x[None, None, :3, :3])
@@ -85,8 +89,8 @@ def warm_up() -> dict[str, float]:
 
 
 def unchanged(now: Any, saved: Any) -> bool:
-    """Whether a tensor still holds its saved copy's bits (a NaN in an input equals itself here,
-    where `torch.equal` would report every cell on a NaN input as writing over it)."""
+    """Whether two tensors hold the same bits (a NaN equals itself here, where `torch.equal` would
+    call two references with a NaN in the same place different)."""
     import torch
 
     if now.is_floating_point():
@@ -108,35 +112,50 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 @dataclass
 class _Built:
-    """A valid input, built: the model, its inputs and reference, and copies to restore them from."""
+    """A valid input, built: the model, its inputs and references, and their checksums."""
 
     model: Any
     inputs: list[Any]
     ref: Any
-    saved: list[Any]
-    ref_saved: Any
     others: dict[str, Any]
     """Reference environment -> its reference where its bits differ from the strict one's."""
-    others_saved: dict[str, Any]
+    watch: Any
+    """`cuda.checksum.Watch` over the inputs, the model's weights and buffers, and the references."""
+
+    @classmethod
+    def watched(cls, model: Any, inputs: list[Any], ref: Any, others: dict[str, Any]) -> "_Built":
+        """The built input, with the checksums of everything a mutant must leave as it found it."""
+        import torch
+
+        from kbm_toolkit.cuda.checksum import Watch
+
+        state = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
+        tensors = [t for t in (*inputs, ref, *others.values(), *state) if isinstance(t, torch.Tensor) and t.is_cuda]
+        return cls(model, inputs, ref, others, Watch(tensors))
 
     def overwritten(self) -> bool:
-        """Whether a mutant wrote over an input tensor or a reference."""
-        import torch
+        """Whether a mutant wrote over an input, a weight or a reference."""
+        return self.watch.changed()
 
-        return any(isinstance(v, torch.Tensor) and not unchanged(v, s) for v, s in zip(self.inputs, self.saved)) \
-            or not unchanged(self.ref, self.ref_saved) \
-            or any(not unchanged(r, self.others_saved[name]) for name, r in self.others.items())
 
-    def restore(self) -> None:
-        """Copy the saved inputs and references back over what a mutant wrote."""
-        import torch
+OVERWRITE_NOTE = "wrote over its input, a weight or the reference (worker replaced)"
+"""A writer's cell note. Before checksums: "wrote over its input or the reference (restored)",
+restored from copies a stray write could reach too (`Store.overwrite_suspects`)."""
 
-        for v, s in zip(self.inputs, self.saved):
-            if isinstance(v, torch.Tensor):
-                v.copy_(s)
-        self.ref.copy_(self.ref_saved)
-        for name, r in self.others.items():
-            r.copy_(self.others_saved[name])
+
+def _compared_bytes(out: Any, built: _Built) -> int:
+    """Bytes a cell's comparisons read: the output and the reference, once per reference compared."""
+    import torch
+
+    if not isinstance(out, torch.Tensor) or out.shape != built.ref.shape:
+        return 0
+    size = out.numel() * out.element_size() + built.ref.numel() * built.ref.element_size()
+    return size * (1 + len(built.others))
+
+
+def _cuda_error(e: BaseException) -> bool:
+    """Whether `e` says the CUDA context is unusable (an illegal address, a launch failure)."""
+    return type(e).__name__ == "AcceleratorError" or "CUDA error" in str(e)
 
 
 def _unusable(ref: Any) -> str:
@@ -189,7 +208,15 @@ class _CellTask:
                        and (self.settled is None or self.settled.needed(m["id"], spec.id))]
             if not pending and spec.id in self.checked and spec.id not in self.recheck:
                 continue
-            built = yield from self._build(spec)
+            try:
+                built = yield from self._build(spec)
+            except Exception as e:
+                if not _cuda_error(e):
+                    raise
+                # the context broke before this input's first mutant: an earlier mutant's stray writes
+                # reached memory no checksum watches; a fresh worker builds it again
+                yield {"kind": RecordKind.POISONED, "input": spec.id, "note": f"{type(e).__name__}: {str(e)[:160]}"}
+                return
             if built is None:
                 continue  # an input that rejects the reference or the correct kernel kills nothing
             for m in pending:
@@ -233,10 +260,9 @@ class _CellTask:
         else:
             check.update(self._check(spec, model, inputs, ref, others))
         built = None
-        if check["valid"]:  # copies to restore from if a mutant writes over them
+        if check["valid"]:
             start = time.perf_counter()
-            built = _Built(model, inputs, ref, [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs],
-                           ref.clone(), others, {name: r.clone() for name, r in others.items()})
+            built = _Built.watched(model, inputs, ref, others)
             check["build_ms"] += (time.perf_counter() - start) * 1000
         yield check
         if built is not None and self.settled is not None:
@@ -322,19 +348,25 @@ class _CellTask:
 
     def _cell(self, m: dict[str, Any], spec: InputSpec, built: _Built) -> Records:
         """Run mutant `m` on a built input and yield its `start` and `cell` records; return False
-        after a CUDA error (with a `poisoned` record: the task must stop)."""
+        after a CUDA error or a write over what it must leave as it found it (with a `poisoned`
+        record: the task stops, and a fresh worker resumes it)."""
         yield {"kind": RecordKind.START, "mutant": m["id"], "input": spec.id}
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "mutant": m["id"], "input": spec.id}
-        compared, usable = self._launch(m, built, cell)
+        usable = self._launch(m, built, cell)
+        if usable:
+            start = time.perf_counter()
+            try:
+                if built.overwritten():
+                    cell["note"] = OVERWRITE_NOTE
+                    usable = False  # what else its stray writes reached, no checksum says
+            except Exception as e:  # a CUDA error surfacing only now: the context is gone all the same
+                cell["note"] = f"checking for overwrites failed: {type(e).__name__}: {str(e)[:160]}"
+                usable = False
+            cell["check_ms"] = (time.perf_counter() - start) * 1000
         if not usable:
             yield cell
             yield {"kind": RecordKind.POISONED, "mutant": m["id"], "input": spec.id}
             return False
-        if built.overwritten():
-            cell["note"] = "wrote over its input or the reference (restored)"
-            built.restore()
-        if "ms" in cell:
-            cell["check_ms"] = (time.perf_counter() - compared) * 1000  # the comparison and the restore checks
         if self.settled is not None:  # a crash settles its input's protocols, as any detection does
             self.settled.cell(m["id"], spec.id, cell["outcome"], cell.get("margin"))
         elif cell["outcome"] == Outcome.CRASH and not self.rerun_crashers:
@@ -342,9 +374,9 @@ class _CellTask:
         yield cell
         return True
 
-    def _launch(self, m: dict[str, Any], built: _Built, cell: dict[str, Any]) -> tuple[float, bool]:
-        """Load mutant `m`, launch it and compare its output, into `cell`; return when the comparison
-        began, and False where a CUDA error left the context unusable."""
+    def _launch(self, m: dict[str, Any], built: _Built, cell: dict[str, Any]) -> bool:
+        """Load mutant `m`, launch it and compare its output, into `cell`; False where a CUDA error
+        left the context unusable."""
         import torch
 
         start = time.perf_counter()
@@ -361,7 +393,8 @@ class _CellTask:
             cell["ms"] = (time.perf_counter() - start) * 1000
             start = time.perf_counter()
             cmp, margins = self._margins(out, built.ref, built.others)
-            cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs)
+            cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs,
+                        compare_ms=(time.perf_counter() - start) * 1000, compared_bytes=_compared_bytes(out, built))
             if margins:
                 cell["margins"] = margins
             del out
@@ -372,8 +405,8 @@ class _CellTask:
             torch.cuda.empty_cache()
         except Exception as e:  # a CUDA error: the context is gone for good
             cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}")
-            return start, False
-        return start, True
+            return False
+        return True
 
     def _kernel(self, m: dict[str, Any]) -> Any:
         """Mutant `m`'s kernel, loaded once per task."""

@@ -68,7 +68,7 @@ class Collector:
 
     def flush(self) -> None:
         """Commit the cells received so far."""
-        self.store.record_cells(self.run_id, self.batch)
+        self.store.record_cells(self.run_id, self.batch, replace=self.options.redo is not None)
         self.summary.cells += len(self.batch)
         self.batch.clear()
 
@@ -78,6 +78,7 @@ class Collector:
     def _cell(self, key: str, rec: dict[str, Any]) -> None:
         self.batch.append(rec)
         self.count += 1
+        self.summary.compared_bytes += rec.get("compared_bytes") or 0
 
     def _input(self, key: str, rec: dict[str, Any]) -> None:
         self.store.record_input_check(self.hashes[key], self.run_id, rec)
@@ -93,7 +94,7 @@ class Collector:
     def _problem(self, key: str, rec: dict[str, Any]) -> None:
         options = self.options
         self.summary.problems[key] = rec["verdict"]
-        if rec["verdict"] == "done" and not options.checks_only:
+        if rec["verdict"] == "done" and not options.checks_only and options.redo is None:
             # the share widens only once every cell it needs is stored: an interrupted
             # run leaves the problem scored on the share it had finished before
             self.flush()

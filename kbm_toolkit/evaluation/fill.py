@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from kbm_toolkit.analysis.score import audit_store, survivors
 from kbm_toolkit.errors import KbmError, NoDevice, OptionError
-from kbm_toolkit.evaluation import device
+from kbm_toolkit.evaluation import device, ray_backend
 from kbm_toolkit.evaluation.input_sources import resolve
 from kbm_toolkit.evaluation.options import RunOptions
 from kbm_toolkit.evaluation.run import run_evaluation
+from kbm_toolkit.evaluation.shard import Shard
 from kbm_toolkit.evaluation.stats import RunSummary
 from kbm_toolkit.judging import Judging, Margin, extra_margins
+from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol
@@ -27,7 +30,8 @@ class RunRequest:
     refs: tuple[str, ...] = ()
     level: str | None = None
     sample: float | None = None
-    gpus: int = 1
+    gpus: int | None = None
+    """GPUs to run on (None: one here; with `ray`, every GPU of the cluster)."""
     workers: int = 1
     arch: str | None = None
     probe: bool = True
@@ -36,6 +40,13 @@ class RunRequest:
     witnessed: bool = False
     first_kill: bool = False
     checks_only: bool = False
+    redo_overwritten: bool = False
+    """Measure again the cells an old evaluator may have run on inputs a mutant had written over
+    (`Store.overwrite_suspects`), on their own stored inputs; `source` is not used."""
+    shard: Shard | None = None
+    """Only this shard of the selected problems (`--shard K/N`)."""
+    ray: str | None = None
+    """Run the workers on the Ray cluster at this address (`--ray auto|ADDRESS`), not here."""
 
 
 def source_protocols(source: str) -> dict[str, Protocol | None]:
@@ -74,6 +85,10 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
 
     With no problem named, every problem (of the level) with mutants in the store; NoDevice before
     anything starts when no GPU is visible."""
+    if request.ray is not None:
+        ray_backend.require()  # one line, before any work, when Ray is not installed
+    if request.redo_overwritten:
+        return _redo_overwritten(store, problem_set, request, on_progress, on_problem)
     specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()})
     protocols = first_kill_protocols(request.source) if request.first_kill else None
     if request.witnessed and not request.survivors_of:
@@ -89,17 +104,65 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if request.survivors_of:
         only = survivors(store, load_protocol(request.survivors_of),
                          all_protocols() if request.witnessed else None)
-    env = device.describe_device()
-    if not env.get("cuda"):
-        raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
-                       "reports (kbm audit) work from the store without one")
+    env, where = _placement(request)
     if request.checks_only and (request.first_kill or request.survivors_of):
         raise OptionError("--checks-only runs no mutant: --first-kill and --survivors-of choose mutants")
-    options = RunOptions(gpus=request.gpus, workers_per_gpu=request.workers, probe=request.probe,
+    options = RunOptions(**where, workers_per_gpu=request.workers, probe=request.probe,
                          sample=request.sample, rerun_crashers=request.rerun_crashers, only=only,
                          first_kill=protocols, on_progress=on_progress, on_problem=on_problem,
                          checks_only=request.checks_only, margins=run_margins(request.source))
     return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, options)
+
+
+def _gpu_here() -> dict[str, Any]:
+    """The device `kbm run` evaluates on; NoDevice when none is visible."""
+    env = device.describe_device()
+    if not env.get("cuda"):
+        raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
+                       "reports (kbm audit) work from the store without one")
+    return env
+
+
+def _placement(request: RunRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The device the run evaluates on (its description: the run's provenance), and the options
+    that say where its workers go (GPUs here, or Ray actors) and which shard of it this is."""
+    where: dict[str, Any] = {"gpus": request.gpus or 1, "shard": request.shard}
+    if request.ray is None:
+        return _gpu_here(), where
+    env = ray_backend.describe_device(request.ray)
+    if not env.get("cuda"):
+        raise NoDevice(f"--ray {request.ray}: no GPU worker of the Ray cluster sees a CUDA device "
+                       f"(it has {env['ray_gpus']} GPUs)")
+    if request.gpus and request.gpus > env["ray_gpus"]:
+        raise OptionError(f"--gpus {request.gpus}: the Ray cluster at {request.ray} has {env['ray_gpus']} GPUs")
+    return env, {**where, "gpus": request.gpus or env["ray_gpus"], "ray": request.ray}
+
+
+def _redo_overwritten(store: Any, problem_set: ProblemSet, request: RunRequest,
+                      on_progress: Callable[[int, int], None] | None,
+                      on_problem: Callable[[str, str], None] | None) -> RunSummary:
+    """`kbm run --redo-overwritten`: each suspect cell measured again on its own stored input, in place."""
+    if request.first_kill or request.checks_only or request.survivors_of or request.sample is not None:
+        raise OptionError("--redo-overwritten measures stored cells again: --first-kill, --checks-only, "
+                          "--survivors-of and --sample choose other work")
+    selected = {p.key for p in problem_set.select(request.refs, request.level)}
+    suspects: dict[str, dict[str, set[str]]] = {}
+    specs: dict[str, list[InputSpec]] = {}
+    for input_id, mutants in sorted(store.overwrite_suspects().items()):
+        row = store.input_row(input_id)
+        if row["problem"] in selected:
+            suspects.setdefault(row["problem"], {})[input_id] = mutants
+            specs.setdefault(row["problem"], []).append(InputSpec.from_record(json.loads(row["spec"]), row["label"]))
+    if not suspects:
+        return RunSummary()
+    env, where = _placement(request)
+    options = RunOptions(**where, workers_per_gpu=request.workers, probe=False,
+                         rerun_crashers=True, on_progress=on_progress, on_problem=on_problem,
+                         only={key: set().union(*found.values()) for key, found in suspects.items()},
+                         redo={key: {(m, i) for i, ms in found.items() for m in ms} for key, found in suspects.items()},
+                         margins=run_margins("official"))
+    return run_evaluation(store, [problem_set.get(k) for k in suspects], lambda p: specs[p.key],
+                          "redo-overwritten", request.arch or env["arch"], env, options)
 
 
 def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: list[str],

@@ -14,7 +14,6 @@ worker, `collect` commits what the workers stream back, and `cell_task` is the G
 from __future__ import annotations
 
 import faulthandler
-import hashlib
 import os
 import queue
 import signal
@@ -33,6 +32,7 @@ from kbm_toolkit.evaluation.driver import run_problem
 from kbm_toolkit.evaluation.options import CELL_TASK, CELL_WARM_UP, RunOptions
 from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work, plan_problem, probe_spec,
                                          stored_mutants, stored_progress)
+from kbm_toolkit.evaluation.shard import run_order
 from kbm_toolkit.evaluation.stats import RunSummary, spare_stats, split_seconds
 from kbm_toolkit.evaluation.workers import Worker, WorkerClosed
 from kbm_toolkit.judging import extra_margins
@@ -64,11 +64,13 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     options = options or RunOptions()
     if options.margins is None:  # what every installed protocol's judging needs, in every new cell
         options = replace(options, margins=extra_margins([p.judge for p in all_protocols()]))
+    if options.shard is not None:  # one part of a run a batch scheduler spreads (`shard.Shard`), and said so
+        problems, env = options.shard.of(problems), {**env, "shard": str(options.shard)}
     # how many workers ran at once: time inside launches is a share of workers x wall time
     run_id = store.start_run(RunKind.CHECK if options.checks_only else RunKind.EVALUATE,
                              {**env, "workers": options.gpus * options.workers_per_gpu})
     run = _Run(store, run_id, arch, options)
-    for problem in sorted(problems, key=lambda p: hashlib.sha256(p.key.encode()).hexdigest()):
+    for problem in sorted(problems, key=lambda p: run_order(p.key)):
         run.survey(problem, specs_for(problem), source)
     stats = run.go()
     store.finish_run(run_id, stats)
@@ -84,7 +86,7 @@ class _Run:
 
     def __init__(self, store: Any, run_id: int, arch: str, options: RunOptions) -> None:
         self.store, self.run_id, self.arch, self.options = store, run_id, arch, options
-        self.probe = options.probe and not options.checks_only
+        self.probe = options.probe and not options.checks_only and options.redo is None
         self.summary = RunSummary()
         self.progress: dict[str, StoredProgress] = {}
         self.hashes: dict[str, str] = {}
@@ -107,7 +109,7 @@ class _Run:
         substrate, sh, rows = self._mutants_of(problem)
         probe_input = probe_spec(problem, substrate) if self.probe else None
         store.record_problem(problem)
-        if not options.checks_only:
+        if not options.checks_only and options.redo is None:
             # a problem new to the store: 0% evaluated until it is done; a known one keeps both its shares
             store.widen_sample(problem.key, 0.0, full_rows=False)
             if not rows:  # a small problem whose sample drew none of its mutants, or none is left
@@ -118,6 +120,9 @@ class _Run:
         store.record_inputs(inputs, source)
         progress = stored_progress(store, problem, sh, rows, specs, probe_input,
                                    None if options.checks_only else options.first_kill, options.margins)
+        if options.redo is not None:  # only the pairs to measure again, crashed on before or not
+            again = options.redo.get(problem.key, set())
+            progress = replace(progress, done={(m, s.id) for m in rows for s in specs} - again, crashed=set())
         self.progress[problem.key], self.hashes[problem.key] = progress, sh
         distinct = sum(r["status"] == MutantStatus.DISTINCT for r in rows.values())
         self.total += distinct * (len(specs) + (1 if self.probe else 0))
@@ -142,12 +147,19 @@ class _Run:
         the run is done; return its stats. On SIGINT or an error it stops cleanly, then re-raises."""
         options = self.options
         warm = CELL_WARM_UP if options.target == CELL_TASK else None
-        self.workers = [Worker(options.target, {"CUDA_VISIBLE_DEVICES": str(i % options.gpus)} if options.gpus > 1
-                               else {}, warm=warm, spares=max(2, SPARES // options.workers_per_gpu))
-                        for i in range(options.gpus * options.workers_per_gpu)]
+        spares = max(2, SPARES // options.workers_per_gpu)
+        if options.ray is not None:  # the same workers, each in a Ray actor on a GPU of the cluster
+            from kbm_toolkit.evaluation.ray_backend import ray_workers
+
+            self.workers = ray_workers(options, warm, spares)
+        else:
+            self.workers = [Worker(options.target, {"CUDA_VISIBLE_DEVICES": str(i % options.gpus)}
+                                   if options.gpus > 1 else {}, warm=warm, spares=spares)
+                            for i in range(options.gpus * options.workers_per_gpu)]
         # each process plans whole problems, several problems ahead of the GPU in run order: one
         # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
-        size = max(1, min(len(self.jobs), (os.cpu_count() or 2) - len(self.workers) - 2))
+        local = 0 if options.ray is not None else len(self.workers)  # Ray's workers use the cluster's CPUs
+        size = max(1, min(len(self.jobs), (os.cpu_count() or 2) - local - 2))
         pool = compile_pool(size)
         threads = [threading.Thread(target=self._plan_ahead, args=(pool, size), daemon=True)]
         threads += [threading.Thread(target=self._serve, args=(w,), daemon=True) for w in self.workers]
@@ -224,7 +236,8 @@ class _Run:
         summary.waited_s = sum(w.waited_s for w in workers)
         summary.spares = spare_stats(workers)
         summary.seconds = split_seconds(collector.seconds, summary, began, self.finished, len(workers))
-        stats = {"seconds": summary.seconds, "restarts": summary.restarts, "spares": summary.spares}
+        stats = {"seconds": summary.seconds, "restarts": summary.restarts, "spares": summary.spares,
+                 "compared_bytes": summary.compared_bytes}
         if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;
             # first, as closing a worker busy in a long launch can outlast a kill's grace
             self.store.stop_run(self.run_id, stats)

@@ -28,9 +28,13 @@ class RunSummary:
     problems: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     """Where the workers' time went (`TIME_SPLIT` keys, in worker-seconds), as the run stores it."""
+    compared_bytes: int = 0
+    """Bytes the cells' comparisons read (outputs and references): `comparing`'s floor, at the
+    GPU's read bandwidth."""
 
 
-RECORD_MS = {RecordKind.CELL: {"ms": "launches", "load_ms": "loading", "check_ms": "comparing"},
+RECORD_MS = {RecordKind.CELL: {"ms": "launches", "load_ms": "loading", "compare_ms": "comparing",
+                               "check_ms": "checking"},
              RecordKind.INPUT: {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"},
              RecordKind.REBUILT: {"build_ms": "building", "ref_ms": "references"},
              RecordKind.MARGINS: {"kernel_ms": "correct"}}

@@ -192,6 +192,14 @@ class Worker:
         """Replace the active child (e.g. its CUDA context is gone); a warm spare takes over."""
         self._kill()  # a poisoned context has nothing worth a clean exit
 
+    def pending(self) -> bool:
+        """Whether the active child has sent something not read yet (or died): the stream's next
+        reply comes without waiting. A Ray actor hosting this worker batches replies by it."""
+        try:
+            return self._proc is not None and self._conn.poll(0)
+        except (OSError, ValueError):  # the pipe is closed: the next reply is the crash
+            return True
+
     def close(self, wait_s: float = 5.0) -> None:
         """Ask the worker and its spares to exit; kill any still running after `wait_s` seconds
         (one busy with a task, say) rather than wait for it."""

@@ -82,6 +82,11 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
         console.print(f"[yellow]Undecided by the stored margins:[/yellow] {undecided['cells']:,} cells (scored as "
                       f"passing: detection is a lower bound) and {undecided['checks']:,} inputs (left out); "
                       "cells evaluated by this kbm store the margins that decide them.")
+    suspect = report.get("overwrite_suspects")
+    if suspect:
+        console.print(f"[yellow]Measured after an overwrite:[/yellow] {suspect:,} cells of this store ran after a mutant "
+                      "had written over an input of the same problem and run, which an evaluator before 2026-12-02 "
+                      "restored from copies the writer could reach; `kbm run --redo-overwritten` measures them again.")
     sample = report.get("sample")
     if sample:
         console.print(f"Mutants: {sample_words(sample)}: {sample['mutants']:,} of "

@@ -16,7 +16,8 @@ def print_runs(rows: list[dict[str, Any]]) -> None:
         table.add_column(col, justify="right" if col in ("run", "cells", "checks", "wall", "cells/s") else "left")
     for r in rows:
         wall = "-" if r["wall_s"] is None else f"{r['wall_s']:,.0f} s" + (" (stopped)" if r["stopped"] else "")
-        table.add_row(str(r["run"]), r["kind"] or "-", r["gpu"] or "-", (r["started"] or "-")[:19].replace("T", " "),
+        kind = (r["kind"] or "-") + (f" {r['shard']}" if r.get("shard") else "")  # e.g. `evaluate 3/8`
+        table.add_row(str(r["run"]), kind, r["gpu"] or "-", (r["started"] or "-")[:19].replace("T", " "),
                       f"{r['cells']:,}", f"{r['checks']:,}", wall, "-" if r["cells_per_s"] is None else f"{r['cells_per_s']:g}")
     terminal.console(width=100).print(table)
 

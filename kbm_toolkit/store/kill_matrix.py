@@ -12,8 +12,12 @@ from kbm_toolkit.store.sampling import in_sample
 from kbm_toolkit.store.values import finite_or_none, margins_json, now
 
 
+RESTORED_NOTE = "wrote over its input or the reference (restored)"
+"""The note of a writer's cell before the evaluator took checksums (2026-12-02)."""
+
+
 class KillMatrix(Tables):
-    """The `inputs`, `input_checks`, `reference_checks` and `cells` tables."""
+    """The `inputs`, `input_checks`, `reference_checks`, `cells` and `superseded_cells` tables."""
 
     def record_inputs(self, specs: list[Any], source: str) -> None:
         """Store input specs (idempotent: an input is identified by its spec)."""
@@ -61,16 +65,44 @@ class KillMatrix(Tables):
             self.db.execute("update input_checks set margins = ? where input = ? and substrate_hash = ?",
                             [margins_json(merged), input_id, substrate_hash])
 
-    def record_cells(self, run_id: int, cells: list[dict[str, Any]]) -> None:
-        """Commit a batch of cells; a cell already stored is kept, never duplicated."""
+    def record_cells(self, run_id: int, cells: list[dict[str, Any]], replace: bool = False) -> None:
+        """Commit a batch of cells; a cell already stored is kept, never duplicated (with `replace`,
+        a cell measured again takes its place, and the one it replaces moves to `superseded_cells`)."""
         if not cells:
             return
         with self.db.conn:
+            if replace:  # the cell it replaces is kept, with the run that measured it again
+                self.db.conn.executemany(
+                    "insert or ignore into superseded_cells (mutant, input, outcome, margin, max_abs, ms, run, "
+                    "note, margins, superseded_by) select mutant, input, outcome, margin, max_abs, ms, run, note, "
+                    "margins, ? from cells where mutant = ? and input = ?",
+                    [(run_id, c["mutant"], c["input"]) for c in cells])
             self.db["cells"].insert_all(({
                 "mutant": c["mutant"], "input": c["input"], "outcome": c["outcome"],
                 "margin": finite_or_none(c.get("margin")), "max_abs": finite_or_none(c.get("max_abs")),
                 "ms": c.get("ms"), "run": run_id, "note": c.get("note"), "margins": margins_json(c.get("margins")),
-            } for c in cells), pk=("mutant", "input"), ignore=True)
+            } for c in cells), pk=("mutant", "input"), ignore=not replace, replace=replace)
+
+    def overwrite_suspects(self, problem: str | None = None) -> dict[str, set[str]]:
+        """Input -> the mutants whose cells on it an old evaluator measured after a mutant of the same
+        problem and run wrote over an input and was restored from copies (`RESTORED_NOTE`).
+
+        Those copies sat in the memory a stray write reaches, and the model's weights, cached across
+        a task's inputs, were never checked: every later cell of the problem in that run may have
+        run on bits that were not its spec's (the probe is a task of its own: a writer on it taints
+        only the probe's cells). Distinct mutants only: a quarantined one is never scored, nor run
+        again."""
+        rows = self.db.execute(
+            "with w as (select m.problem, c.run, case when i.label = 'probe' then c.input end as only_on, "
+            "  min(c.rowid) as at from cells c join mutants m on m.id = c.mutant join inputs i on i.id = c.input "
+            "  where c.note = :note and (:p is null or m.problem = :p) group by 1, 2, 3) "
+            "select distinct c.input, c.mutant from w join mutants m on m.problem = w.problem and m.status = 'distinct' "
+            "join cells c on c.mutant = m.id and c.run = w.run and c.rowid > w.at "
+            "and (w.only_on is null or c.input = w.only_on)", {"note": RESTORED_NOTE, "p": problem}).fetchall()
+        found: dict[str, set[str]] = defaultdict(set)
+        for input_id, mutant in rows:
+            found[input_id].add(mutant)
+        return dict(found)
 
     def problem_cells(self, problem: str) -> dict[tuple[str, str], tuple[str, float | None]]:
         """(mutant, input) -> (outcome, margin) for every cell `problem` already has."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -9,13 +10,14 @@ from typing import Any
 from kbm_toolkit.errors import StoreError
 from kbm_toolkit.store.shares import Shares, share_columns
 
-MERGED: list[tuple[str, Any, str | None]] = [
+MERGED: list[tuple[str, Any, str | tuple[str, ...] | None]] = [
     ("problems", "key", None), ("rules", "name", None), ("substrates", "problem", "gate_run"),
     ("gate_inputs", ("problem", "run", "position"), "run"), ("mutants", "id", None), ("inputs", "id", None),
     ("input_checks", ("input", "substrate_hash"), "run"), ("reference_checks", "input", "run"),
     ("cells", ("mutant", "input"), "run"),
+    ("superseded_cells", ("mutant", "input", "superseded_by"), ("run", "superseded_by")),
 ]
-"""Tables `Store.merge` copies, in dependency order: (table, primary key, column naming a run)."""
+"""Tables `Store.merge` copies, in dependency order: (table, primary key, the columns naming a run)."""
 
 
 class Merging(Shares):
@@ -52,14 +54,60 @@ class Merging(Shares):
                 if not other.db[table].exists():
                     continue
                 before = self.db[table].count
-                rows = ({**r, run_column: run_map.get(r[run_column])} if run_column else r
-                        for r in other.db[table].rows)
+                columns = (run_column,) if isinstance(run_column, str) else run_column or ()
+                rows = ({**r, **{c: run_map.get(r[c]) for c in columns}} for r in other.db[table].rows)
                 self.db[table].insert_all(rows, pk=pk, ignore=True, batch_size=2000)
                 added[table] = self.db[table].count - before
             for k, f in shares.items():  # the union of two samples is the wider one (samples nest)
                 self.db.execute("update problems set sample = :sample, full_rows = :full_rows where key = :key",
                                 {**share_columns(f, full.get(k, 0.0)), "key": k})
+            # what an evaluation changes in rows both stores had already (a shard's copy of the pool):
+            # keeping this store's row as it is would lose it
+            changed = {"quarantined mutants": self._merge_quarantines(other),
+                       "checks given margins": self._merge_check_margins(other),
+                       "cells measured again": self._merge_redone(other, run_map)}
+            added.update({what: n for what, n in changed.items() if n})
         return added
+
+    def _merge_quarantines(self, other: "Merging") -> int:
+        """Mutants `other` quarantined (on the probe input) that are distinct here: quarantined here
+        too, as one run would leave them. Quarantine is one-way: no run makes a mutant distinct again."""
+        rows = other.db.execute("select id, message from mutants where status = 'quarantined'").fetchall()
+        before = self.db.conn.total_changes
+        self.db.conn.executemany("update mutants set status = 'quarantined', message = ? "
+                                 "where id = ? and status = 'distinct'", [(message, m) for m, message in rows])
+        return self.db.conn.total_changes - before
+
+    def _merge_redone(self, other: "Merging", run_map: dict[int, int]) -> int:
+        """Cells `other` measured again in place (`superseded_cells`) where this store still holds
+        the cell they superseded: replaced here too, as the redo would have replaced them."""
+        if not other.db["superseded_cells"].exists():
+            return 0
+        rows = other.db.execute(
+            "select c.outcome, c.margin, c.max_abs, c.ms, c.run, c.note, c.margins, s.mutant, s.input, s.run "
+            "from superseded_cells s join cells c on c.mutant = s.mutant and c.input = s.input "
+            "where c.run = s.superseded_by").fetchall()
+        before = self.db.conn.total_changes
+        self.db.conn.executemany(
+            "update cells set outcome = ?, margin = ?, max_abs = ?, ms = ?, run = ?, note = ?, margins = ? "
+            "where mutant = ? and input = ? and run = ?",
+            [(*r[:4], run_map.get(r[4]), *r[5:9], run_map.get(r[9])) for r in rows])
+        return self.db.conn.total_changes - before
+
+    def _merge_check_margins(self, other: "Merging") -> int:
+        """Margins `other` has for an input check this store has without them (added by a run of
+        `other`'s, `Store.add_check_margins`): added here, this store's own kept where both have one."""
+        theirs = other.db.execute("select input, substrate_hash, margins from input_checks "
+                                  "where margins is not null").fetchall()
+        mine = {(i, h): json.loads(m or "{}") for i, h, m in self.db.execute(
+            "select input, substrate_hash, margins from input_checks").fetchall()}
+        changed = []
+        for i, h, margins in theirs:
+            own = mine.get((i, h))
+            if own is not None and not set(json.loads(margins)) <= set(own):
+                changed.append((json.dumps(dict(sorted({**json.loads(margins), **own}.items()))), i, h))
+        self.db.conn.executemany("update input_checks set margins = ? where input = ? and substrate_hash = ?", changed)
+        return len(changed)
 
 
 def copy_store(source: Path, target: Path) -> None:

@@ -158,3 +158,13 @@ def m013_margins(db: sqlite_utils.Database) -> None:
     # NULL where the run computed none (every cell before this schema)
     db["cells"].add_column("margins", str)
     db["input_checks"].add_column("margins", str)
+
+
+@migration
+def m014_superseded_cells(db: sqlite_utils.Database) -> None:
+    # a cell measured again (`kbm run --redo-overwritten`) replaces the stored one, which is kept
+    # here with the run that superseded it: no stored result is lost, and old figures stay reproducible
+    db["superseded_cells"].create({
+        "mutant": str, "input": str, "outcome": str, "margin": float, "max_abs": float, "ms": float,
+        "run": int, "note": str, "margins": str, "superseded_by": int,
+    }, pk=("mutant", "input", "superseded_by"))

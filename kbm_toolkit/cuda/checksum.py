@@ -1,0 +1,177 @@
+"""Checksums of GPU memory: whether a mutant wrote over an input, a weight or the reference, at
+the cost of one read of each and no copy.
+
+A copy kept to compare against (and to restore from) doubles the memory of a 6 GB input, costs
+two reads per check, and sits in the same device memory a stray write reaches: a mutant that
+wrote into the copy made the evaluator "restore" the input from corrupted bits. A checksum lives
+on the host, out of reach.
+
+Each 8-byte word w at index i adds mix(w ^ (i * odd)) to a 64-bit sum, mix being splitmix64's
+finaliser: a changed or moved word changes the sum, and two changes cancel with chance 2^-64.
+The sum is over a tensor's whole storage, so a write anywhere in it counts, including where a
+view does not look.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+SOURCE = r"""
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 kbm_mix(u64 z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ u64 kbm_word(u64 w, u64 i) { return kbm_mix(w ^ (i * 0x9e3779b97f4a7c15ULL)); }
+
+__device__ __forceinline__ u64 kbm_load(const unsigned char* p, int bytes) {
+    u64 w = 0;
+    for (int b = 0; b < bytes; ++b) w |= (u64)p[b] << (8 * b);
+    return w;
+}
+
+// One launch for every watched storage: blockIdx.y picks the storage, (address, bytes) in `spans`;
+// its sum of kbm_word over 8-byte words, plus the bytes after the last whole word, lands in slots[y].
+extern "C" __global__ void kbm_checksums(const long long* spans, long long* slots) {
+    const unsigned char* base = (const unsigned char*)spans[2 * blockIdx.y];
+    u64 nbytes = (u64)spans[2 * blockIdx.y + 1];
+    u64 n = nbytes / 8;
+    u64 stride = (u64)blockDim.x * gridDim.x;
+    u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 acc = 0;
+    if (((u64)base & 15) == 0) {  // torch's allocations: 16-byte loads
+        const ulonglong2* q = (const ulonglong2*)base;
+        for (u64 j = start; j < n / 2; j += stride) {
+            ulonglong2 v = q[j];
+            acc += kbm_word(v.x, 2 * j) + kbm_word(v.y, 2 * j + 1);
+        }
+        if (start == 0 && (n & 1)) acc += kbm_word(((const u64*)base)[n - 1], n - 1);
+    } else {
+        for (u64 i = start; i < n; i += stride) acc += kbm_word(kbm_load(base + 8 * i, 8), i);
+    }
+    int rest = (int)(nbytes - 8 * n);
+    if (start == 0 && rest > 0) acc += kbm_word(kbm_load(base + 8 * n, rest) ^ ((u64)rest << 56), n);
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    __shared__ u64 warps[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warps[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)((blockDim.x + 31) / 32) ? warps[lane] : 0;
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) atomicAdd((u64*)&slots[blockIdx.y], acc);
+    }
+}
+"""
+
+BLOCK = 256
+BLOCKS_PER_SM = 4
+"""Blocks per storage and SM: enough resident warps to saturate memory on one large storage,
+few enough that a small one costs little more than the launch."""
+MAX_STORAGES = 65535
+"""gridDim.y's limit; a model with more tensors is checked in several launches."""
+
+
+@lru_cache(maxsize=1)
+def _kernel() -> tuple[Any, int]:
+    """The checksum kernel, compiled (cached on disk) and loaded once per process, and its grid width."""
+    import torch
+
+    from kbm_toolkit.cuda.kernels import Kernels, device_arch
+    from kbm_toolkit.cuda.nvrtc import compile_source
+    from kbm_toolkit.cuda.signatures import entry_points
+
+    image = compile_source(SOURCE, device_arch(), where="kbm_checksum.cu")
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return Kernels(image.cubin, entry_points(SOURCE), "kbm_checksum.cu"), sms * BLOCKS_PER_SM
+
+
+def storages(tensors: Sequence[Any]) -> list[tuple[int, int]]:
+    """(address, bytes) of each distinct storage under `tensors`, in first-seen order."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        storage = t.untyped_storage()
+        seen.setdefault(storage.data_ptr(), storage.nbytes())
+    return [(a, n) for a, n in seen.items() if n]
+
+
+class Watch:
+    """Checksums of a fixed set of GPU tensors' storages: taken when built, compared on `changed`."""
+
+    def __init__(self, tensors: Sequence[Any]) -> None:
+        import torch
+
+        self.tensors = list(tensors)  # kept alive: the addresses must not be reused
+        self.spans = storages(self.tensors)
+        self._device = self.tensors[0].device if self.tensors else torch.device("cpu")
+        self.sums = self.take()
+
+    def take(self) -> list[int]:
+        """The storages' checksums now (one launch per 65,535 storages, one synchronisation)."""
+        import torch
+
+        if not self.spans:
+            return []
+        if self._device.type != "cuda":
+            return [host_checksum(t) for t in _distinct(self.tensors)]
+        kernels, width = _kernel()
+        # the addresses go to the device afresh each time: kept there, a stray write could reach them too
+        spans = torch.tensor(self.spans, dtype=torch.int64).pin_memory().to(self._device, non_blocking=True)
+        slots = torch.zeros(len(self.spans), dtype=torch.int64, device=self._device)
+        for first in range(0, len(self.spans), MAX_STORAGES):
+            count = min(MAX_STORAGES, len(self.spans) - first)
+            kernels.kbm_checksums(spans[first:first + count].reshape(-1), slots[first:first + count],
+                                  grid=(width, count), block=BLOCK)
+        return [v & MASK for v in slots.tolist()]
+
+    def changed(self) -> bool:
+        """Whether any watched storage's bits differ from when the watch was built."""
+        return self.take() != self.sums
+
+
+def _distinct(tensors: Sequence[Any]) -> list[Any]:
+    """One tensor per distinct non-empty storage, in `storages`' order."""
+    seen: dict[int, Any] = {}
+    for t in tensors:
+        storage = t.untyped_storage()
+        if storage.nbytes():
+            seen.setdefault(storage.data_ptr(), t)
+    return list(seen.values())
+
+
+MASK = 0xFFFFFFFFFFFFFFFF
+
+
+def _host_mix(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & MASK
+    return z ^ (z >> 31)
+
+
+def host_checksum(t: Any) -> int:
+    """The kernel's checksum of `t`'s storage, computed on the host (CPU tensors; the kernel's test)."""
+    import numpy as np
+    import torch
+
+    storage = t.untyped_storage().cpu()
+    raw = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),)).numpy().tobytes()
+    n = len(raw) // 8
+    total = 0
+    if n:
+        words = np.frombuffer(raw[:n * 8], dtype=np.uint64)
+        idx = np.arange(n, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            z = words ^ (idx * np.uint64(0x9e3779b97f4a7c15))
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+            z = z ^ (z >> np.uint64(31))
+            total = int(z.sum(dtype=np.uint64))
+    rest = raw[n * 8:]
+    if rest:
+        w = int.from_bytes(rest, "little") ^ (len(rest) << 56)
+        total += _host_mix(w ^ ((n * 0x9e3779b97f4a7c15) & MASK))
+    return total & MASK

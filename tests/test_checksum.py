@@ -1,0 +1,118 @@
+"""Checksums that tell a mutant's stray writes (`kbm_toolkit.cuda.checksum`), and the evaluator's
+use of them: a writer's cell stands, and no later cell runs on what it wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kbm_toolkit.cuda.checksum import SOURCE, Watch, host_checksum, storages
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.cuda.signatures import entry_points
+
+HAS_GPU = torch.cuda.is_available()
+
+
+def test_the_checksum_kernel_compiles_for_the_h200() -> None:
+    assert compile_source(SOURCE, "sm_90", where="kbm_checksum.cu", use_cache=False).cubin
+    assert [p.dtype for p in entry_points(SOURCE)["kbm_checksums"].params] == ["int64", "int64"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.uint8, torch.float16])
+def test_a_changed_or_moved_word_changes_the_checksum(dtype: torch.dtype) -> None:
+    x = torch.arange(37).to(dtype)
+    before = host_checksum(x)
+    assert host_checksum(x.clone()) == before  # bits, not identity
+    x[5] += 1
+    assert host_checksum(x) != before
+    x[5] -= 1
+    assert host_checksum(x) == before
+    words = x.view(torch.uint8)[:16].view(torch.int64)  # two 8-byte words swapped: same bytes, other places
+    words[[0, 1]] = words[[1, 0]].clone()
+    assert host_checksum(x) != before
+
+
+def test_a_view_is_checked_over_its_whole_storage() -> None:
+    x = torch.zeros(64)
+    view = x[8:16]
+    before = host_checksum(view)
+    x[40] = 1.0  # outside the view, inside what a stray write reaches
+    assert host_checksum(view) != before
+    assert storages([x, view, x.view(8, 8).T]) == [(x.untyped_storage().data_ptr(), 256)]  # one storage, summed once
+
+
+def test_a_watch_sees_a_write_and_only_a_write() -> None:
+    a, b = torch.randn(10), torch.randint(0, 9, (3,))
+    watch = Watch([a, b, a[2:]])
+    assert len(watch.sums) == 2 and not watch.changed()
+    b[1] = 100
+    assert watch.changed()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+@pytest.mark.parametrize("nbytes", [1, 7, 8, 9, 15, 16, 17, 24, 1000, (1 << 20) + 3, (1 << 26) + 12])
+def test_the_kernel_sums_what_the_host_sums(nbytes: int) -> None:
+    x = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device="cuda")
+    watch = Watch([x])
+    assert watch.sums == [host_checksum(x.cpu())]
+    x[nbytes // 2] ^= 1
+    assert watch.changed() and watch.take() == [host_checksum(x.cpu())]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+def test_one_launch_checks_many_storages() -> None:
+    tensors = [torch.randn(n, device="cuda") for n in (3, 1024, 1 << 20, 5)]
+    watch = Watch(tensors)
+    assert watch.sums == [host_checksum(t.cpu()) for t in tensors]
+    tensors[2][12345] = 0.5
+    now = watch.take()
+    assert [a == b for a, b in zip(now, watch.sums)] == [True, True, False, True]
+
+
+def _writer_rules() -> list:
+    from kbm_toolkit.mutation.rules import _parse, load_rules
+
+    write_input = _parse({"name": "write-input", "family": "indexing", "description": "zero its input after reading it",
+                          "pattern": r"out\[i\] = v > 0\.0f", "replacement": "((float*)x)[i] = 0.0f; out[i] = v > 0.0f"},
+                         Path("t.toml"), 0)
+    return [write_input, *[r for r in load_rules() if r.name in ("mul2div", "plus2minus")]]
+
+
+def _evaluate(tmp_path: Path, name: str, rules: list) -> tuple[dict, object]:
+    from kbm_toolkit.cuda.kernels import device_arch
+    from kbm_toolkit.evaluation.input_sources import official_specs
+    from kbm_toolkit.evaluation.options import RunOptions
+    from kbm_toolkit.evaluation.run import run_evaluation
+    from kbm_toolkit.mutation.campaign import mutate_problems
+    from kbm_toolkit.problems.problem_set import ProblemSet
+    from kbm_toolkit.store import Store
+
+    problem = ProblemSet.discover().get("demo/1")
+    store = Store(tmp_path / f"{name}.db")
+    mutate_problems(store, [problem], device_arch(), workers=2, require_gate=False, rules=rules)
+    summary = run_evaluation(store, [problem], official_specs, "official", device_arch(), {"gpu": "test"},
+                             RunOptions(rules=rules, probe=False))
+    assert summary.problems == {problem.key: "done"}
+    rules_of = {r["id"]: r["rule"] for r in store.db["mutants"].rows}
+    return {(rules_of[r["mutant"]], r["mutant"], r["input"]): (r["outcome"], r["margin"], r["note"])
+            for r in store.db["cells"].rows}, summary
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA device")
+def test_a_writer_is_noted_and_no_later_cell_sees_what_it_wrote(tmp_path: Path) -> None:
+    from kbm_toolkit.evaluation.cell_task import OVERWRITE_NOTE
+
+    rules = _writer_rules()
+    with_writer, summary = _evaluate(tmp_path, "with", rules)
+    without, _ = _evaluate(tmp_path, "without", rules[1:])
+    written = {k: v for k, v in with_writer.items() if k[0] == "write-input"}
+    assert len(written) == 5 and all(note == OVERWRITE_NOTE for _, _, note in written.values())
+    assert all(outcome == "pass" for outcome, _, _ in written.values())  # it read its input before zeroing it
+    assert summary.restarts >= 5  # each write retired its worker
+    rest = {k: v for k, v in with_writer.items() if k[0] != "write-input"}
+    assert rest == without  # every other cell as if the writer had never run
