@@ -11,6 +11,8 @@
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
 #                                           witnessed survivors: the knowledge ladder)
 #                                           kb-refcheck (KernelBench references against fp64)
+#                                           kb-redo (cells measured after a restored write, again; then the
+#                                           first-kill gaps that opens; KB_SEED the shipped store, unpacked)
 #                                           kb-mutate (the pool's compile step timed on this host: `kbm mutate`
 #                                           of both levels into a scratch store holding .kbm/gate.db's verdicts)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
@@ -111,6 +113,16 @@ for step in "$@"; do
                     --kernelbench third_party/KernelBench mutate --level $level > "$OUT/logs/kb-mutate-$level.txt" 2>&1
                 echo "mutate $level: exit $? in $(( $(date +%s) - began )) s; $(tail -n1 "$OUT/logs/kb-mutate-$level.txt")"
             done ;;
+        kb-redo)  # the live store's cells measured after a restored write, measured again (resumable), then the
+                  # first-kill gaps that opens filled as the pool ran (kernelbench, kbv, fuzz, each until it detects)
+            kb_store
+            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                run --redo-overwritten > "$OUT/logs/kb-redo.txt" 2>&1
+            echo "redo: exit $?; $(tail -n2 "$OUT/logs/kb-redo.txt" | head -n1)"
+            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                run --inputs kernelbench,kbv,fuzz --first-kill > "$OUT/logs/kb-fill.txt" 2>&1
+            echo "fill: exit $?; $(tail -n2 "$OUT/logs/kb-fill.txt" | head -n1)"
+            xz -T0 -6 -c "$KB_STORE" > "$OUT/kb.db.xz" ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)
             kb_store
             for level in level1 level2; do
