@@ -691,3 +691,24 @@ def test_a_writer_on_the_probe_taints_only_the_probes_cells(tmp_path: Path, monk
     store.db.execute("update cells set note = ? where mutant = ? and input = ?", [RESTORED_NOTE, writer, probe])
     store.db.conn.commit()
     assert store.overwrite_suspects() == {probe: {m for m, _, r in probe_cells if r > at}}
+
+
+def test_an_audit_counts_the_cells_measured_after_a_restored_write(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from kbm_toolkit.analysis.score import audit_store
+    from kbm_toolkit.cli import cli
+    from kbm_toolkit.protocols.registry import load_protocol
+    from kbm_toolkit.store.kill_matrix import RESTORED_NOTE
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    evaluate(store, monkeypatch, {})
+    kb = load_protocol("kernelbench")
+    assert audit_store(store, kb, [kb])["overwrite_suspects"] == 0
+    writer, at = store.db.execute("select mutant, rowid from cells order by rowid desc limit 1 offset 4").fetchone()
+    store.db.execute("update cells set note = ? where mutant = ? and rowid = ?", [RESTORED_NOTE, writer, at])
+    store.db.conn.commit()
+    assert audit_store(store, kb, [kb])["overwrite_suspects"] == 4  # the four cells after it
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench", "--no-run"])
+    assert "Measured after an overwrite: 4 cells" in " ".join(result.output.split())

@@ -266,6 +266,7 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     caller has `matrices` already, loaded with the same `sample`), problems the protocol cannot
     referee (`kbm refcheck`, the vacuity band) are left out, and the store's sample, if any (at
     most `sample`), is reported."""
+    standalone = matrices is None  # an audit of its own, which says what it knows of the store's cells
     if matrices is None:
         judged_at = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + \
             ([tolerance] if tolerance else []) + ([judging.atol] if judging else [])
@@ -277,7 +278,8 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     vs_excluded = flags(vs, problems, references, None, magnitudes) if vs else None
     report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging)
     report["sample"] = store.sample_summary(sample)
-    report["overwrite_suspects"] = sum(len(m) for m in store.overwrite_suspects().values())
+    if standalone:  # a report of many audits (tables, figures) prints none of it: one query saved per protocol
+        report["overwrite_suspects"] = sum(len(m) for m in store.overwrite_suspects().values())
     return report
 
 
