@@ -146,10 +146,16 @@ def _distinct(tensors: Sequence[Any]) -> list[Any]:
 MASK = 0xFFFFFFFFFFFFFFFF
 
 
-def _host_mix(z: int) -> int:
-    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & MASK
-    return z ^ (z >> 31)
+def _host_words(words: Any, first: int) -> int:
+    """The sum of the kernel's `kbm_word` over `words` (uint64), the first at index `first`."""
+    import numpy as np
+
+    idx = np.arange(first, first + len(words), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = words ^ (idx * np.uint64(0x9e3779b97f4a7c15))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+        return int((z ^ (z >> np.uint64(31))).sum(dtype=np.uint64))
 
 
 def host_checksum(t: Any) -> int:
@@ -160,18 +166,9 @@ def host_checksum(t: Any) -> int:
     storage = t.untyped_storage().cpu()
     raw = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),)).numpy().tobytes()
     n = len(raw) // 8
-    total = 0
-    if n:
-        words = np.frombuffer(raw[:n * 8], dtype=np.uint64)
-        idx = np.arange(n, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            z = words ^ (idx * np.uint64(0x9e3779b97f4a7c15))
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
-            z = z ^ (z >> np.uint64(31))
-            total = int(z.sum(dtype=np.uint64))
+    total = _host_words(np.frombuffer(raw[:n * 8], dtype=np.uint64), 0)
     rest = raw[n * 8:]
-    if rest:
-        w = int.from_bytes(rest, "little") ^ (len(rest) << 56)
-        total += _host_mix(w ^ ((n * 0x9e3779b97f4a7c15) & MASK))
+    if rest:  # the bytes after the last whole word, as the kernel folds them: tagged with their count
+        tail = int.from_bytes(rest, "little") ^ (len(rest) << 56)
+        total += _host_words(np.array([tail], dtype=np.uint64), n)
     return total & MASK

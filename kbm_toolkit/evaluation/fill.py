@@ -156,9 +156,8 @@ def _redo_overwritten(store: Any, problem_set: ProblemSet, request: RunRequest,
     if not suspects:
         return RunSummary()
     env, where = _placement(request)
-    options = RunOptions(**where, workers_per_gpu=request.workers, probe=False,
-                         rerun_crashers=True, on_progress=on_progress, on_problem=on_problem,
-                         only={key: set().union(*found.values()) for key, found in suspects.items()},
+    options = RunOptions(**where, workers_per_gpu=request.workers, rerun_crashers=True,
+                         on_progress=on_progress, on_problem=on_problem,
                          redo={key: {(m, i) for i, ms in found.items() for m in ms} for key, found in suspects.items()},
                          margins=run_margins("official"))
     return run_evaluation(store, [problem_set.get(k) for k in suspects], lambda p: specs[p.key],

@@ -140,6 +140,9 @@ class _Run:
         substrate, sh, rows = stored_mutants(self.store, problem, self.options.sample)
         if self.options.only is not None:
             rows = {m: r for m, r in rows.items() if m in self.options.only.get(problem.key, ())}
+        if self.options.redo is not None:  # only the mutants with a pair to measure again
+            again = {m for m, _ in self.options.redo.get(problem.key, ())}
+            rows = {m: r for m, r in rows.items() if m in again}
         return substrate, sh, rows
 
     def go(self) -> dict[str, Any]:
