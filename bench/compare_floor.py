@@ -67,13 +67,9 @@ def floor_kernel() -> tuple[Any, int]:
     import torch
 
     from kbm_toolkit.cuda.comparison import BLOCKS_PER_SM
-    from kbm_toolkit.cuda.kernels import Kernels, device_arch
-    from kbm_toolkit.cuda.nvrtc import compile_source
-    from kbm_toolkit.cuda.signatures import entry_points
+    from kbm_toolkit.cuda.kernels import own_kernels
 
-    image = compile_source(FLOOR, device_arch(), where="bench/compare_floor.py")
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return Kernels(image.cubin, entry_points(FLOOR), "bench/compare_floor.py"), sms * BLOCKS_PER_SM
+    return own_kernels(FLOOR, "bench/compare_floor.py", torch.cuda.current_device(), BLOCKS_PER_SM)
 
 
 def read_once(kernels: Any, width: int, a: Any, b: Any) -> float:

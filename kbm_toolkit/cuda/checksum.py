@@ -14,7 +14,6 @@ view does not look.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Sequence
 
 SOURCE = r"""
@@ -76,18 +75,13 @@ MAX_STORAGES = 65535
 """gridDim.y's limit; a model with more tensors is checked in several launches."""
 
 
-@lru_cache(maxsize=1)
 def _kernel() -> tuple[Any, int]:
-    """The checksum kernel, compiled (cached on disk) and loaded once per process, and its grid width."""
+    """The checksum kernel on the current device, loaded once per process, and its grid width."""
     import torch
 
-    from kbm_toolkit.cuda.kernels import Kernels, device_arch
-    from kbm_toolkit.cuda.nvrtc import compile_source
-    from kbm_toolkit.cuda.signatures import entry_points
+    from kbm_toolkit.cuda.kernels import own_kernels
 
-    image = compile_source(SOURCE, device_arch(), where="kbm_checksum.cu")
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return Kernels(image.cubin, entry_points(SOURCE), "kbm_checksum.cu"), sms * BLOCKS_PER_SM
+    return own_kernels(SOURCE, "kbm_checksum.cu", torch.cuda.current_device(), BLOCKS_PER_SM)
 
 
 def storages(tensors: Sequence[Any]) -> list[tuple[int, int]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Sequence
 
 from kbm_toolkit.vocabulary import Outcome
@@ -259,18 +258,11 @@ def launch_arguments(ref: Any, out: Any, head: int, nvec: int, chunk: Sequence[t
     return (ref, out, ref.numel(), head, nvec, len(chunk), ref_scaled, *ratios, result, extra)
 
 
-@lru_cache(maxsize=None)
 def _loaded(device: int) -> tuple[Any, int]:
-    """The comparison kernel on `device`, compiled (cached on disk) and loaded once per process, and its grid."""
-    import torch
+    """The comparison kernel on `device`, loaded once per process, and its grid width."""
+    from kbm_toolkit.cuda.kernels import own_kernels
 
-    from kbm_toolkit.cuda.kernels import Kernels, device_arch
-    from kbm_toolkit.cuda.nvrtc import compile_source
-    from kbm_toolkit.cuda.signatures import entry_points
-
-    image = compile_source(SOURCE, device_arch(), where=WHERE)
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return Kernels(image.cubin, entry_points(SOURCE, WHERE), WHERE), sms * BLOCKS_PER_SM
+    return own_kernels(SOURCE, WHERE, device, BLOCKS_PER_SM)
 
 
 def _compare_kernel(ref: Any, out: Any, extra: Sequence[tuple[str, float]]) -> Comparison:

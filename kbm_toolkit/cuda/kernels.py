@@ -6,12 +6,13 @@ is a substrate (or a mutant of it) ready to run on one input under the no-comput
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from kbm_toolkit.cuda.launch_checks import check_launch
 from kbm_toolkit.cuda.launch_guard import guard
-from kbm_toolkit.cuda.nvrtc import Image
-from kbm_toolkit.cuda.signatures import Signature, kernel_signatures
+from kbm_toolkit.cuda.nvrtc import Image, compile_source
+from kbm_toolkit.cuda.signatures import Signature, entry_points, kernel_signatures
 from kbm_toolkit.errors import NoDevice
 from kbm_toolkit.problems.substrate import Substrate
 
@@ -24,6 +25,17 @@ def device_arch() -> str:
         raise NoDevice("no CUDA device is visible")
     major, minor = torch.cuda.get_device_capability()
     return f"sm_{major}{minor}"
+
+
+@lru_cache(maxsize=None)
+def own_kernels(source: str, where: str, device: int, blocks_per_sm: int) -> tuple["Kernels", int]:
+    """One of kbm's own kernels (not a substrate's), compiled (cached on disk) and loaded once per
+    process and device, and the grid width of `blocks_per_sm` blocks on each of its SMs."""
+    import torch
+
+    image = compile_source(source, device_arch(), where=where)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return Kernels(image.cubin, entry_points(source, where), where), sms * blocks_per_sm
 
 
 class Kernels:
