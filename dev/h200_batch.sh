@@ -117,10 +117,10 @@ for step in "$@"; do
                   # first-kill gaps that opens filled as the pool ran (kernelbench, kbv, fuzz, each until it detects)
             kb_store
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
-                run --redo-overwritten > "$OUT/logs/kb-redo.txt" 2>&1
+                run --redo-overwritten --workers "${WORKERS:-1}" > "$OUT/logs/kb-redo.txt" 2>&1
             echo "redo: exit $?; $(tail -n2 "$OUT/logs/kb-redo.txt" | head -n1)"
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
-                run --inputs kernelbench,kbv,fuzz --first-kill > "$OUT/logs/kb-fill.txt" 2>&1
+                run --inputs kernelbench,kbv,fuzz --first-kill --workers "${WORKERS:-1}" > "$OUT/logs/kb-fill.txt" 2>&1
             echo "fill: exit $?; $(tail -n2 "$OUT/logs/kb-fill.txt" | head -n1)"
             xz -T0 -6 -c "$KB_STORE" > "$OUT/kb.db.xz" ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)

@@ -151,6 +151,30 @@ def test_targets_emit_under_a_file_is_one_line_and_cannot_write(runner: CliRunne
     assert only_line(result) == f"Error: {tmp_path / 'afile' / 't'}: cannot make this folder: Not a directory"
 
 
+def test_targets_without_a_gated_substrate_is_one_line_and_emits_nothing(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "targets", "--level", "demo",
+                                 "--emit", str(tmp_path / "t")])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert only_line(result) == (f"Error: {tmp_path / 's.db'}: no problem of demo has a substrate that passed "
+                                 "`kbm gate` in this store: gate them first, or name the problems")
+    assert not (tmp_path / "t").exists()
+
+
+def test_targets_leaves_out_a_problem_whose_substrate_did_not_pass_the_gate(runner: CliRunner, tmp_path: Path) -> None:
+    from kbm_toolkit.store import Store
+    from kbm_toolkit.store.merge import copy_store
+
+    copy_store(shipped_store_path("demo"), tmp_path / "s.db")
+    store = Store(tmp_path / "s.db")
+    with store.db.conn:
+        store.db.execute("update substrates set gate_status = 'failed' where problem = 'demo/2_Softmax'")
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "targets", "--level", "demo",
+                                 "--emit", str(tmp_path / "t")])
+    assert result.exit_code == 0, result.output
+    named = set(re.findall(r'problem = "([^"]+)"', (tmp_path / "t" / "protocol.toml").read_text()))
+    assert "demo/2_Softmax" not in named and "demo/1_LeakyReLU" in named
+
+
 def test_report_out_under_a_file_is_one_line_and_cannot_write(runner: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("in the way")
     result = runner.invoke(cli, ["--store", "@demo", "report", "-a", "kbv", "--out", str(tmp_path / "afile" / "r")])
@@ -377,7 +401,7 @@ def test_mutants_lists_the_shipped_pools_quarantined_mutants(runner: CliRunner, 
     result = runner.invoke(cli, ["--store", "@kernelbench", "mutants", "--status", word])
     assert result.exit_code == 0, result.output
     *rows, total = result.stdout.splitlines()
-    assert total == "1322 mutants"
+    assert total == "1334 mutants"
     assert {row.split()[1] for row in rows} == {"quarantined"}
 
 

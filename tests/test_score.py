@@ -52,6 +52,28 @@ def test_the_gain_splits_into_inputs_and_tolerance(matrices: list) -> None:
     assert vs["tolerance_points"] == pytest.approx(100 / 3)   # B: seen only at 1e-3
 
 
+def test_a_reference_apart_is_its_own_part_of_the_split(demo: ProblemSet) -> None:
+    import json
+    from dataclasses import replace
+
+    from kbm_toolkit.judging import PYTORCH_DEFAULT, STRICT, margin_key
+
+    store = Store(":memory:")
+    official = {i for label, i in seed(store, demo.get("demo/1")).items() if label.startswith("official")}
+    # against the benchmark's TF32 reference B misses by 2e-2 on the official inputs: KB sees it there
+    tf32 = json.dumps({margin_key(PYTORCH_DEFAULT, "output", 1.0): 2e-2})
+    with store.db.conn:
+        store.db.execute(f"update cells set margins = ? where mutant = 'B' and input in ({','.join('?' * len(official))})",
+                         [tf32, *official])
+    strict_kbv = replace(KBV, judging=KBV.judge.with_reference(STRICT))
+    vs = audit(strict_kbv, load_matrices(store), [KB, KBV], vs=KB)["vs"]
+    assert vs["detection_pct"] == pytest.approx(200 / 3)      # A, and B through the TF32 reference
+    assert vs["inputs_points"] == pytest.approx(100 / 3)      # C: reached only by a hidden input
+    assert vs["reference_points"] == pytest.approx(-100 / 3)  # B: in strict fp32, 5e-3 passes at 1e-2 ...
+    assert vs["tolerance_points"] == pytest.approx(100 / 3)   # ... and fails at 1e-3
+    assert audit(KBV, load_matrices(store), [KB, KBV], vs=KB)["vs"]["reference_points"] is None  # both TF32
+
+
 def test_the_ladder_counts_the_survivors_of_the_other_protocol_this_one_kills(matrices: list) -> None:
     vs = audit(KBV, matrices, [KB, KBV], vs=KB)["vs"]
     assert (vs["survivors"], vs["survivors_killed"]) == (2, 2)  # B and C, which the official check lets through

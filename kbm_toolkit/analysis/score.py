@@ -228,11 +228,21 @@ def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Ma
 
 def _versus(protocol: Protocol, vs: Protocol, matrices: list[Matrix], wit: dict[str, set[str]], mine: ProtocolResult,
             fixed: dict[str, set[str]], vs_excluded: dict[str, str]) -> dict[str, Any]:
-    """The gain over `vs` split into inputs and tolerance, and the knowledge-ladder figure: how many
-    of the mutants `vs` lets through (of the `fixed` witnessed ones) this protocol kills."""
+    """The gain over `vs` split into inputs, reference and tolerance, and the knowledge-ladder
+    figure: how many of the mutants `vs` lets through (of the `fixed` witnessed ones) this
+    protocol kills.
+
+    The split walks from `vs` to this protocol one change at a time: its inputs (judged as `vs`
+    judges), then its reference environment (None when both use the same), then its tolerance and
+    comparison."""
     n = sum(len(w) for w in wit.values())
+    vs_judging = vs.judge
     other = run_protocol(vs, matrices)
-    mixed = run_protocol(vs, matrices, tolerance=vs.tolerance, inputs_of=protocol)
+    mixed = run_protocol(vs, matrices, inputs_of=protocol)
+    own_reference = mine.judging.reference if mine.judging else protocol.judge.reference
+    same_reference = own_reference == vs_judging.reference
+    referenced = mixed if same_reference else \
+        run_protocol(vs, matrices, inputs_of=protocol, judging=vs_judging.with_reference(own_reference))
 
     def pct(r: ProtocolResult) -> float:
         return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
@@ -241,7 +251,9 @@ def _versus(protocol: Protocol, vs: Protocol, matrices: list[Matrix], wit: dict[
     n_survivors = sum(len(s) for s in survivors.values())
     killed = sum(len(s & mine.detected.get(k, set())) for k, s in survivors.items())
     return {"protocol": vs.name, "detection_pct": pct(other), "gain_points": pct(mine) - pct(other),
-            "inputs_points": pct(mixed) - pct(other), "tolerance_points": pct(mine) - pct(mixed),
+            "inputs_points": pct(mixed) - pct(other),
+            "reference_points": None if same_reference else pct(referenced) - pct(mixed),
+            "tolerance_points": pct(mine) - pct(referenced),
             "survivors": n_survivors, "survivors_killed": killed,
             "survivors_killed_pct": 100.0 * killed / n_survivors if n_survivors else None}
 

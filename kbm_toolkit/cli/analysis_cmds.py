@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from dataclasses import replace
 
 import click
 
@@ -12,6 +13,7 @@ from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.cli.params import PERCENT, SHARE, TOLERANCE, json_option, out_option, protocol_option
+from kbm_toolkit.errors import ProblemError
 from kbm_toolkit.judging import REFERENCES
 from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.store import Store
@@ -25,7 +27,8 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 @click.option("--atol", type=TOLERANCE, help="Re-score at this atol (with --rtol, or the protocol's rtol).")
 @click.option("--rtol", type=click.FloatRange(0.0, 1.0), help="Re-score at this rtol (with --atol, or the protocol's atol).")
 @click.option("--reference", type=click.Choice(REFERENCES),
-              help="Re-score against this reference instead of the protocol's (e.g. strict-fp32: as kbm's own).")
+              help="Re-score against this reference instead of the protocol's (e.g. strict-fp32: as kbm's own), "
+                   "and --vs's protocol with it.")
 @protocol_option("--denominator", "denominator", multiple=True,
                  help="Protocols whose detections define the witnessed mutants (default: every installed one)")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -64,6 +67,8 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
         given = protocol.judge.with_tolerances(tolerance, tolerance) if tolerance is not None else protocol.judge
         judging = given.with_tolerances(given.atol if atol is None else atol, given.rtol if rtol is None else rtol)
         judging = judging.with_reference(reference or judging.reference)
+    if other is not None and reference is not None:  # one reference on both sides of the comparison
+        other = replace(other, judging=other.judge.with_reference(reference))
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
                            sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging)
     report["provenance"] = provenance(store)
@@ -157,9 +162,15 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     from kbm_toolkit.evaluation.target_checks import make_targets
 
     selected = obj.substrate_problems(problems, level)
-    folder = output_folder(out)  # a folder it cannot write is one line before any GPU work
     env = describe_device()
     store = obj.sometimes_writing_store(bool(env.get("cuda")))  # without a GPU it only reads the stored checks
+    if not problems:  # a ceiling is the correct kernel's, so only a gated substrate has one worth measuring
+        gated = set(store.gated())
+        if not any(p.key in gated for p in selected):
+            raise ProblemError(f"no problem{f' of {level}' if level else ''} has a substrate that passed `kbm gate` "
+                               "in this store: gate them first, or name the problems", store.where)
+        selected = [p for p in selected if p.key in gated]
+    folder = output_folder(out)  # a folder it cannot write is one line before any GPU work
     run = make_targets(store, selected, folder, env, tolerance, seeds, on_step=lambda line: click.echo(line, err=True))
     for key, limits in run.ceilings.items():
         words = ", ".join(f"{k} x{v:g}" if v else f"{k} not measured (x1 used)" for k, v in limits.items())

@@ -104,7 +104,9 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
     if "vs" in report:
         vs = report["vs"]
         console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])}): {vs['gain_points']:+.1f} points = "
-                      f"{vs['inputs_points']:+.1f} from inputs {vs['tolerance_points']:+.1f} from tolerance; "
+                      f"{vs['inputs_points']:+.1f} from inputs "
+                      + ("" if vs.get("reference_points") is None else f"{vs['reference_points']:+.1f} from reference ")
+                      + f"{vs['tolerance_points']:+.1f} from tolerance; "
                       f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} witnessed mutants {vs['protocol']} misses"
                       + (f" ({_pct(vs['survivors_killed_pct'])})" if vs["survivors"] else ""))
     if report["families"]:
