@@ -1,0 +1,69 @@
+// level3/17: SqueezeNet fire module. squeeze conv1x1 (+bias) -> ReLU, then two expand convs
+// (1x1 and 3x3 pad 1, +bias, each -> ReLU) that read the squeezed map and write their channel
+// slices of one output: channels [0, E1) the 1x1 branch, [E1, E1 + E3) the 3x3 branch.
+
+#define TILE 32
+
+// Conv2d with bias (NCHW, groups = 1) as a tiled implicit GEMM:
+// rows = output pixels m = (n, oh, ow), columns = output channels co,
+// reduction index k = (ci, kh, kw) over K = C_in * KH * KW; weight is (C_out, K) row-major.
+// Block (TILE, TILE): threadIdx.x walks pixels, threadIdx.y walks channels.
+// The output is written at channel c_off + co of a tensor with C_total channels (a slice of
+// the concatenated output); the ReLU that follows is fused into the epilogue when apply_relu is set.
+extern "C" __global__ void conv2d_igemm(const float* __restrict__ x, const float* __restrict__ w,
+                                        const float* __restrict__ b, float* __restrict__ y, int N,
+                                        int C_in, int H, int W, int C_out, int OH, int OW, int KH, int KW,
+                                        int stride_h, int stride_w, int pad_h, int pad_w, int dil_h,
+                                        int dil_w, int c_off, int C_total, int apply_relu) {
+    __shared__ float As[TILE][TILE];      // As[kk][pixel]
+    __shared__ float Bs[TILE][TILE + 1];  // Bs[kk][channel]
+    int tx = threadIdx.x;
+    int ty = threadIdx.y;
+    long long M = (long long)N * OH * OW;
+    int KHW = KH * KW;
+    int K = C_in * KHW;
+    // the output pixel this thread loads (A tile) and computes
+    long long m = (long long)blockIdx.x * TILE + tx;
+    int ow = 0;
+    int oh = 0;
+    int n = 0;
+    if (m < M) {
+        ow = (int)(m % OW);
+        oh = (int)((m / OW) % OH);
+        n = (int)(m / ((long long)OW * OH));
+    }
+    int ih0 = oh * stride_h - pad_h;
+    int iw0 = ow * stride_w - pad_w;
+    const float* xn = x + (long long)n * C_in * H * W;
+    // the output channel this thread computes, and the weight row it loads (B tile)
+    int co = blockIdx.y * TILE + ty;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        int ka = k0 + ty;
+        float av = 0.0f;
+        if (m < M && ka < K) {
+            int ci = ka / KHW;
+            int r = ka % KHW;
+            int ih = ih0 + (r / KW) * dil_h;
+            int iw = iw0 + (r % KW) * dil_w;
+            if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                av = xn[((long long)ci * H + ih) * W + iw];
+            }
+        }
+        As[ty][tx] = av;
+        int kb = k0 + tx;
+        Bs[tx][ty] = (co < C_out && kb < K) ? w[(long long)co * K + kb] : 0.0f;
+        __syncthreads();
+        for (int kk = 0; kk < TILE; ++kk) {
+            acc += As[kk][tx] * Bs[kk][ty];
+        }
+        __syncthreads();
+    }
+    if (m < M && co < C_out) {
+        float v = acc + b[co];
+        if (apply_relu) {
+            v = fmaxf(v, 0.0f);
+        }
+        y[(((long long)n * C_total + c_off + co) * OH + oh) * OW + ow] = v;
+    }
+}
