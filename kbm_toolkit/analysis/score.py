@@ -236,13 +236,12 @@ def _versus(protocol: Protocol, vs: Protocol, matrices: list[Matrix], wit: dict[
     judges), then its reference environment (None when both use the same), then its tolerance and
     comparison."""
     n = sum(len(w) for w in wit.values())
-    vs_judging = vs.judge
     other = run_protocol(vs, matrices)
     mixed = run_protocol(vs, matrices, inputs_of=protocol)
     own_reference = mine.judging.reference if mine.judging else protocol.judge.reference
-    same_reference = own_reference == vs_judging.reference
+    same_reference = own_reference == vs.judge.reference
     referenced = mixed if same_reference else \
-        run_protocol(vs, matrices, inputs_of=protocol, judging=vs_judging.with_reference(own_reference))
+        run_protocol(vs, matrices, inputs_of=protocol, judging=vs.judge.with_reference(own_reference))
 
     def pct(r: ProtocolResult) -> float:
         return 100.0 * sum(len(r.detected.get(k, set()) & w) for k, w in wit.items()) / n if n else 0.0
