@@ -419,6 +419,18 @@ def test_refcheck_reports_a_reference_that_raised_as_an_error(runner: CliRunner,
                                         "ModuleNotFoundError")
 
 
+def test_refcheck_tries_a_reference_that_raised_again_once_it_is_fixed(runner: CliRunner, tmp_path: Path,
+                                                                      kernelbench: Path) -> None:
+    args = ["--kernelbench", str(kernelbench), "--store", str(tmp_path / "s.db"), "refcheck", "level1/1"]
+    assert runner.invoke(cli, args).exit_code == ExitCode.BAD_INPUT
+    problem = kernelbench / "KernelBench" / "level1" / "1_Raises.py"
+    problem.write_text(RAISING_PROBLEM.replace("import kbm_edge_no_such_module", "pass"))  # the module installed
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    (row,) = [line for line in result.stdout.splitlines() if "level1/1_Raises" in line]
+    assert row.split()[0] == "ok"
+
+
 def test_refcheck_json_gives_a_reference_that_raised_the_verdict_error(runner: CliRunner, tmp_path: Path,
                                                                        kernelbench: Path) -> None:
     result = runner.invoke(cli, ["--kernelbench", str(kernelbench), "--store", str(tmp_path / "s.db"),

@@ -124,6 +124,44 @@ def test_recorder_rejects_bad_launches(tmp_path: Path, call: str, message: str) 
         dry_run(problem, substrate)
 
 
+READS_VALUES = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rates = [x.item() for x in torch.linspace(0, 0.1, 3)]  # as Swin's drop-path schedule
+
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_model_whose_constructor_reads_values_is_built_on_the_cpu_for_the_dry_run(tmp_path: Path) -> None:
+    for level in ("level1", "level3"):
+        (tmp_path / "kb" / "KernelBench" / level).mkdir(parents=True)
+    (tmp_path / "kb" / "KernelBench" / "level3" / "1_ReadsValues.py").write_text(READS_VALUES)
+    folder = tmp_path / "subs" / "level3" / "1_ReadsValues"
+    folder.mkdir(parents=True)
+    (folder / "kernel.cu").write_text(KERNEL)
+    (folder / "launch.py").write_text(
+        "def launch(k, model, x):\n    out = k.empty_like(x)\n"
+        "    k.copy(x, out, x.numel(), grid=1, block=256)\n    return out\n")
+    problem = ProblemSet.discover(tmp_path / "kb").get("level3/1")
+    run = dry_run(problem, substrate_for(problem, tmp_path / "subs"))
+    assert run.launches[0].kernel == "copy" and run.output_shape == run.reference_shape == (4, 8)
+
+
 def test_wrong_output_shape_is_caught(tmp_path: Path) -> None:
     problem, substrate = _fake_substrate(tmp_path, (
         "def launch(k, model, x):\n    out = k.empty(x.shape[0])\n"

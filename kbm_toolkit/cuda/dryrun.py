@@ -79,9 +79,15 @@ def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | 
     module = problem.load(overrides)
     with torch.device("meta"):
         init = init_inputs(module)
-        with torch.no_grad():
-            model = module.Model(*init)
+        try:
+            with torch.no_grad():
+                model = module.Model(*init)
+        except Exception:  # a constructor that reads values (Swin's `linspace(...).item()`): build it on the CPU
+            model = None
         inputs = list(module.namespace["get_inputs"]())
+    if model is None:
+        with torch.no_grad():
+            model = module.Model(*init_inputs(module)).to("meta")
     inputs = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in inputs]
     result = DryRun()
     try:

@@ -18,6 +18,8 @@ from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.vocabulary import RunKind
 
 TARGET = "kbm_toolkit.evaluation.reference_check:refcheck_task"
+RAISED = "reference raised"
+"""How a stored check whose reference raised begins its note: such a check is tried again."""
 
 
 def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -38,7 +40,7 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         try:
             model, inputs, ref, _ = run_reference(problem, spec, models, device)
         except Exception as e:  # the reference rejects this input
-            row["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
+            row["note"] = f"{RAISED} {type(e).__name__}: {str(e)[:200]}"
             yield row
             continue
         if not isinstance(ref, torch.Tensor) or not ref.is_floating_point():
@@ -60,7 +62,9 @@ def check_references(store: Any, problems: list[Problem], protocol: Protocol, en
     """Store the reference checks `protocol`'s inputs lack, in a worker; return problems that failed."""
     device = "cuda" if env.get("cuda") else "cpu"
     run_id = store.start_run(RunKind.REFCHECK, env)
-    done, failed = set(store.reference_checks()), {}
+    # a reference that raised may have been fixed since (a package installed, the file edited)
+    done = {i for i, r in store.reference_checks().items() if not (r["note"] or "").startswith(RAISED)}
+    failed: dict[str, str] = {}
     with Worker(TARGET) as worker:
         for problem in problems:
             specs = [s for s in protocol.specs(problem) if s.id not in done]

@@ -16,6 +16,9 @@ from kbm_toolkit.errors import ProblemError
 from kbm_toolkit.problems.constants import (constant_names, is_constant_value, override_constants,
                                             static_constants)
 
+OPTIONAL_PACKAGES = {"einops": "level3"}
+"""Packages some benchmark problems import that kbm installs only as an extra: module -> extra."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -116,7 +119,9 @@ class ProblemModule:
         try:
             exec(compile(tree, str(problem.path), "exec"), namespace)
         except Exception as e:  # the file is user input: report any failure as a problem error
-            raise ProblemError(f"executing the file raised {type(e).__name__}: {e}", problem.path) from e
+            extra = OPTIONAL_PACKAGES.get(e.name) if isinstance(e, ModuleNotFoundError) else None
+            hint = f" (pip install 'kbm-toolkit[{extra}]')" if extra else ""
+            raise ProblemError(f"executing the file raised {type(e).__name__}: {e}{hint}", problem.path) from e
         missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(namespace.get(n))]
         if missing:
             raise ProblemError(f"not a KernelBench problem: missing {', '.join(missing)}", problem.path)
