@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call's worth of GPU work (the lent H200 has no network: wheels travel in .whl/).
-#   dev/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-all
+#   dev/h200_batch.sh STEP...   steps: gpu-tests demo-pool bench gate-level1 gate-level2 gate-level3 gate-all
+#                                           refcheck-level3 (level 3's references against fp64, into .kbm/gate.db)
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
@@ -167,6 +168,14 @@ PY
             cp /tmp/fill.db "$OUT/demo-filled.db" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
+        gate-level3) gate --level level3 ;;
+        refcheck-level3)
+            for a in kernelbench kbv kernelbench-head; do
+                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store .kbm/gate.db \
+                    --kernelbench third_party/KernelBench refcheck -a $a --level level3 \
+                    > "$OUT/logs/refcheck-level3-$a.txt" 2>&1
+                echo "refcheck -a $a --level level3: exit $?; $(tail -n1 "$OUT/logs/refcheck-level3-$a.txt")"
+            done ;;
         gate-all) gate ;;
     esac
 done
