@@ -152,27 +152,34 @@ def test_targets_emit_under_a_file_is_one_line_and_cannot_write(runner: CliRunne
 
 
 def test_targets_without_a_gated_substrate_is_one_line_and_emits_nothing(runner: CliRunner, tmp_path: Path) -> None:
-    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "targets", "--level", "demo",
-                                 "--emit", str(tmp_path / "t")])
+    bench = write_pack(tmp_path / "mybench")  # a pack's substrates are gated nowhere yet
+    result = runner.invoke(cli, ["--bench", str(bench), "--store", str(tmp_path / "s.db"), "targets",
+                                 "--level", "mybench", "--emit", str(tmp_path / "t")])
     assert result.exit_code == ExitCode.BAD_INPUT, result.output
-    assert only_line(result) == (f"Error: {tmp_path / 's.db'}: no problem of demo has a substrate that passed "
-                                 "`kbm gate` in this store: gate them first, or name the problems")
+    assert only_line(result) == (f"Error: {tmp_path / 's.db'}: no problem of mybench has a substrate that passed "
+                                 "`kbm gate` at its source (in this store or the shipped one): gate them first, "
+                                 "or name the problems")
     assert not (tmp_path / "t").exists()
 
 
 def test_targets_leaves_out_a_problem_whose_substrate_did_not_pass_the_gate(runner: CliRunner, tmp_path: Path) -> None:
+    from kbm_toolkit.evaluation.gate import GateResult
+    from kbm_toolkit.problems.pack import load_pack
+    from kbm_toolkit.problems.problem_set import ProblemSet
+    from kbm_toolkit.problems.substrate import substrate_for
     from kbm_toolkit.store import Store
-    from kbm_toolkit.store.merge import copy_store
 
-    copy_store(shipped_store_path("demo"), tmp_path / "s.db")
+    bench = write_pack(tmp_path / "mybench")
+    problem = ProblemSet.discover(packs=[load_pack(bench)]).get("mybench/level1/1")
     store = Store(tmp_path / "s.db")
-    with store.db.conn:
-        store.db.execute("update substrates set gate_status = 'failed' where problem = 'demo/2_Softmax'")
-    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "targets", "--level", "demo",
-                                 "--emit", str(tmp_path / "t")])
+    store.record_problem(problem)
+    store.record_compile(problem.key, substrate_for(problem).source_hash, "image", "sm_90", ["relu"], 1.0)
+    store.record_gate(store.start_run("gate", {}), GateResult(problem.key, "passed", 1e-3))
+    result = runner.invoke(cli, ["--bench", str(bench), "--store", str(tmp_path / "s.db"), "targets",
+                                 "--level", "mybench", "--emit", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
     named = set(re.findall(r'problem = "([^"]+)"', (tmp_path / "t" / "protocol.toml").read_text()))
-    assert "demo/2_Softmax" not in named and "demo/1_LeakyReLU" in named
+    assert named == {"mybench/level1/1_MyRelu"}  # not mybench/level1/2_Scale, never gated
 
 
 def test_report_out_under_a_file_is_one_line_and_cannot_write(runner: CliRunner, tmp_path: Path) -> None:

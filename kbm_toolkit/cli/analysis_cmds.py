@@ -160,16 +160,19 @@ def targets(obj: Context, problems: tuple[str, ...], level: str | None, toleranc
     """
     from kbm_toolkit.evaluation.device import describe_device
     from kbm_toolkit.evaluation.target_checks import make_targets
+    from kbm_toolkit.mutation.campaign import gated_sources
+    from kbm_toolkit.problems.substrate import substrate_for
 
     selected = obj.substrate_problems(problems, level)
     env = describe_device()
     store = obj.sometimes_writing_store(bool(env.get("cuda")))  # without a GPU it only reads the stored checks
-    if not problems:  # a ceiling is the correct kernel's, so only a gated substrate has one worth measuring
-        gated = set(store.gated())
-        if not any(p.key in gated for p in selected):
+    if not problems:  # a ceiling is the correct kernel's: only a substrate gated at its source, as kbm mutate takes
+        gated = gated_sources(store)
+        selected = [p for p in selected if gated.get(p.key) == substrate_for(p).source_hash]
+        if not selected:
             raise ProblemError(f"no problem{f' of {level}' if level else ''} has a substrate that passed `kbm gate` "
-                               "in this store: gate them first, or name the problems", store.where)
-        selected = [p for p in selected if p.key in gated]
+                               "at its source (in this store or the shipped one): gate them first, or name the "
+                               "problems", store.where)
     folder = output_folder(out)  # a folder it cannot write is one line before any GPU work
     run = make_targets(store, selected, folder, env, tolerance, seeds, on_step=lambda line: click.echo(line, err=True))
     for key, limits in run.ceilings.items():

@@ -19,7 +19,7 @@ from kbm_toolkit.vocabulary import RunKind
 
 TARGET = "kbm_toolkit.evaluation.reference_check:refcheck_task"
 RAISED = "reference raised"
-"""How a stored check whose reference raised begins its note: such a check is tried again."""
+"""How a stored check whose reference raised begins its note: reported as an error, and tried again."""
 
 
 def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -123,7 +123,7 @@ def refcheck(store: Any, problems: list[Problem], protocol: Protocol) -> Refchec
     rows = []
     for problem in problems:
         mine = [checks[s.id] for s in protocol.specs(problem) if s.id in checks]
-        raised = [r["note"] for r in mine if (r["note"] or "").startswith("reference raised")]
+        raised = [r["note"] for r in mine if (r["note"] or "").startswith(RAISED)]
         rows.append(RefcheckRow(problem.key, len(mine), max((r["fp64_margin"] or 0.0 for r in mine), default=0.0),
                                 max((r["ref_abs_max"] or 0.0 for r in mine), default=0.0), flagged.get(problem.key, ""),
                                 f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)" if raised else ""))
