@@ -84,6 +84,8 @@ class RunKind(Word):
     """Input checks only (no mutant), as `kbm targets` measures validity ceilings."""
     REFCHECK = "refcheck"
     """`kbm refcheck`: references against their fp64 evaluation."""
+    VERIFY = "verify"
+    """`kbm verify`: submissions judged on protocols' inputs."""
 
 
 class RecordKind(Word):
@@ -107,6 +109,32 @@ class RecordKind(Word):
     """A problem is finished, with its verdict."""
     TIME = "time"
     """Worker time spent outside any cell (waiting for a spare, a compile, a lost launch)."""
+    LOADED = "loaded"
+    """`kbm verify`: a submission's file was executed, defining `ModelNew`, or saying why not."""
+
+
+class SubmissionStatus(Word):
+    """What became of a submission file itself, apart from any input."""
+
+    READY = "ready"
+    """Parsed, and defines `ModelNew`: its inputs decide it."""
+    MALFORMED = "malformed"
+    """A syntax error, or no `ModelNew`: nothing was run, every protocol rejects it."""
+    LOAD_ERROR = "load_error"
+    """Executing the file (its imports, an inline extension's compile) raised, crashed or hung:
+    every protocol rejects it."""
+
+
+class Verdict(Word):
+    """A protocol's verdict on a submission."""
+
+    ACCEPTS = "accepts"
+    """Every input of the protocol passes as the protocol compares."""
+    REJECTS = "rejects"
+    """Some input fails (wrong values, non-finite, wrong shape, a crash or a hang), or the file
+    does not load."""
+    INCOMPLETE = "incomplete"
+    """No input failed, but some have no stored result yet: run `kbm verify` again to finish."""
 
 
 class Family(Word):

@@ -24,6 +24,8 @@ class ExitCode(enum.IntEnum):
     """`kbm audit --fail-under PCT`: the protocol detects fewer witnessed mutants than PCT."""
     CANNOT_WRITE = 8
     """An output file or folder cannot be written (permissions, a file in the way, a full disk)."""
+    REJECTED = 9
+    """`kbm verify`: some protocol rejects some submission."""
     INTERNAL = 70
     """A bug in kbm: please report it with the traceback."""
     INTERRUPTED = 130

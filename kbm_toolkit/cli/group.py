@@ -12,7 +12,8 @@ from typing import Any
 import click
 
 from kbm_toolkit import __version__
-from kbm_toolkit.cli import analysis_cmds, evaluation_cmds, mutation_cmds, output_cmds, substrate_cmds
+from kbm_toolkit.cli import (analysis_cmds, evaluation_cmds, mutation_cmds, output_cmds, submission_cmds,
+                             substrate_cmds)
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.errors import KbmError, NoDevice, OptionError, OutputError
@@ -77,7 +78,7 @@ def cli(ctx: click.Context, store: str | None, kernelbench: str | None, benches:
     ctx.obj = Context(store, kernelbench, benches, kbv)
 
 
-for _module in (substrate_cmds, mutation_cmds, evaluation_cmds, analysis_cmds, output_cmds):
+for _module in (substrate_cmds, mutation_cmds, evaluation_cmds, analysis_cmds, submission_cmds, output_cmds):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

@@ -55,20 +55,44 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
 
 
 @command()
-@click.option("--format", "fmt", type=click.Choice(["stryker"]), default="stryker", show_default=True,
-              help="stryker: the mutation-testing-elements JSON report (schema version 2).")
+@click.argument("problems", nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(["stryker", "kernelbench"]), default="stryker", show_default=True,
+              help="stryker: the mutation-testing-elements JSON report (schema version 2); kernelbench: mutants as "
+                   "KernelBench submissions (ModelNew files) in a run folder, for kbm verify or any harness.")
 @protocol_option("--adapter", "-a", "adapter", default="kernelbench", show_default=True,
-                 help="The protocol whose verdicts the report shows")
-@out_option("Write here instead of standard output (its folder is made if missing).", folder=False)
+                 help="stryker: the protocol whose verdicts the report shows")
+@click.option("--mutant", "mutants", multiple=True, metavar="ID",
+              help="kernelbench: this stored mutant (repeatable; its problem is taken from the store).")
+@click.option("--per-problem", type=click.IntRange(1),
+              help="kernelbench: a fixed hash-drawn number of each problem's distinct mutants [default: all].")
+@click.option("--level", help="kernelbench: every problem of this level with mutants in the store.")
+@click.option("--no-control", is_flag=True, help="kernelbench: leave out the correct substrate (sample 0).")
+@out_option("stryker: write here instead of standard output (a file); kernelbench: the folder to write (made if "
+            "missing).", folder=None)
 @click.pass_obj
-def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
-    """Export the store in a standard format, e.g. for the mutation-testing HTML viewer.
+def export(obj: Context, problems: tuple[str, ...], fmt: str, adapter: str, mutants: tuple[str, ...],
+           per_problem: int | None, level: str | None, no_control: bool, out: str | None) -> None:
+    """Export the store in a standard format: a report for the mutation-testing HTML viewer, or
+    mutants as KernelBench submissions.
 
-    Killed: the protocol detects the mutant; Survived: witnessed but missed; CompileError;
-    RuntimeError: quarantined on the probe; Ignored: equivalent, duplicate or unwitnessed.
+    stryker: Killed: the protocol detects the mutant; Survived: witnessed but missed;
+    CompileError; RuntimeError: quarantined on the probe; Ignored: equivalent, duplicate or
+    unwitnessed.
+
+    kernelbench: each mutant as a file defining ModelNew (the problem's Model for its weights,
+    the mutant's kernel through kbm's launcher), named level_{L}_problem_{id}_sample_{s}_kernel.py,
+    sample 0 the correct substrate; kbm-submissions.json says which mutant each file runs. A
+    corpus whose verdicts the store knows: check a checker, or kbm verify itself, against them.
 
     Example: kbm export --format stryker --adapter kbv --out report.json
+    Example: kbm export --format kernelbench level1/19 --per-problem 20 --out corpus/
     """
+    if fmt == "kernelbench":
+        _export_corpus(obj, problems, mutants, per_problem, level, not no_control, out)
+        return
+    if problems or mutants or per_problem or level or no_control:
+        raise click.UsageError("PROBLEMS, --mutant, --per-problem, --level and --no-control are for "
+                               "--format kernelbench")
     from kbm_toolkit.report.stryker import export as write_export
 
     store = obj.read_store()
@@ -80,6 +104,29 @@ def export(obj: Context, fmt: str, adapter: str, out: str | None) -> None:
     if done.left_out:  # their diffs apply to a substrate as it was, not to the one shipped now
         click.echo(f"left out {done.left_out} mutants made from a substrate that has changed since, or that is not "
                    "shipped with kbm (`kbm mutate` remakes them)", err=True)
+
+
+def _export_corpus(obj: Context, problems: tuple[str, ...], mutants: tuple[str, ...], per_problem: int | None,
+                   level: str | None, control: bool, out: str | None) -> None:
+    """`kbm export --format kernelbench`: the chosen mutants as a folder of submissions."""
+    from kbm_toolkit.conformance.corpus import export_corpus
+
+    if out is None:
+        raise click.UsageError("--format kernelbench writes a folder of files: give --out DIR")
+    store = obj.read_store()
+    keys = set(problems)
+    rows = [store.mutant(m) for m in mutants]  # an id or a unique prefix; an unknown one is one line
+    mutants = tuple(r["id"] for r in rows)
+    if mutants:
+        keys |= {r["problem"] for r in rows}
+    elif not problems:
+        keys = {k for k in store.problems_with_mutants()}
+    chosen = [p for p in (obj.problems().get(k) for k in sorted(keys)) if level is None or p.level == level]
+    corpus = export_corpus(store, chosen, out, per_problem, mutants or None, control)
+    for what, why in corpus.left_out.items():
+        click.echo(f"left out {what}: {why}", err=True)
+    click.echo(f"wrote {len(corpus.written)} submissions of {len({e.problem for e in corpus.written})} problems to "
+               f"{corpus.folder}: kbm verify {corpus.folder}")
 
 
 @command()

@@ -22,15 +22,17 @@ def protocol_option(*names: str, help: str, **kw: Any) -> Callable:
     return click.option(*names, metavar="PROTOCOL", help=f"{help} ({PROTOCOL_WORDS}).", **kw)
 
 
-def out_option(help: str, folder: bool = True, required: bool = False, old: str | None = None) -> Callable:
-    """`--out PATH`, the one spelling for where a command writes; `old` (e.g. `--emit`) still works, hidden."""
-    kind = click.Path(file_okay=not folder, dir_okay=folder)
+def out_option(help: str, folder: bool | None = True, required: bool = False, old: str | None = None) -> Callable:
+    """`--out PATH`, the one spelling for where a command writes (a folder, a file, or with `folder`
+    None either, as another option decides); `old` (e.g. `--emit`) still works, hidden."""
+    kind = click.Path() if folder is None else click.Path(file_okay=not folder, dir_okay=folder)
 
     def keep_alias(ctx: click.Context, _: click.Parameter, value: Any) -> Any:
         return value if value is not None else ctx.params.get("out")
 
     def decorate(fn: Callable) -> Callable:
-        fn = click.option("--out", type=kind, required=False, callback=keep_alias, metavar="DIR" if folder else "FILE",
+        metavar = "PATH" if folder is None else "DIR" if folder else "FILE"
+        fn = click.option("--out", type=kind, required=False, callback=keep_alias, metavar=metavar,
                           help=help + (" [required]" if required else ""))(fn)
         if old:
             def alias(ctx: click.Context, _: click.Parameter, value: Any) -> None:

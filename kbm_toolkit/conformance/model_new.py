@@ -18,15 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from kbm_toolkit.errors import KbmError
 from kbm_toolkit.mutation.mutants import Mutant, generate
 from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.submission import SubmissionError
 from kbm_toolkit.problems.substrate import Substrate
-
-
-class SubmissionError(KbmError):
-    """A submission names a substrate or mutant that is not the one its store evaluated."""
 
 
 @dataclass(frozen=True)

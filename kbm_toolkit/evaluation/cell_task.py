@@ -153,12 +153,12 @@ def _compared_bytes(out: Any, built: _Built) -> int:
     return size * (1 + len(built.others))
 
 
-def _cuda_error(e: BaseException) -> bool:
+def cuda_error(e: BaseException) -> bool:
     """Whether `e` says the CUDA context is unusable (an illegal address, a launch failure)."""
     return type(e).__name__ == "AcceleratorError" or "CUDA error" in str(e)
 
 
-def _unusable(ref: Any) -> str:
+def unusable(ref: Any) -> str:
     """Why a reference's output tests nothing ("" when it does)."""
     import torch
 
@@ -167,6 +167,50 @@ def _unusable(ref: Any) -> str:
     if ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
         return "reference is non-finite on this input"
     return ""
+
+
+def other_references(model: Any, inputs: list[Any], ref: Any, references: list[str]) -> dict[str, Any]:
+    """The reference in each environment of `references` (beside the strict one, `ref`), where its
+    bits differ from the strict one's: one forward each."""
+    import torch
+
+    from kbm_toolkit.cuda.reference import reference_environment
+
+    others = {}
+    for name in references:
+        with reference_environment(name), torch.no_grad():
+            other = model(*inputs)
+        if not (isinstance(other, torch.Tensor) and other.shape == ref.shape and other.dtype == ref.dtype
+                and unchanged(other, ref)):
+            others[name] = other
+    if references and ref.is_cuda:
+        torch.cuda.synchronize()
+    return others
+
+
+def compared(out: Any, ref: Any, others: dict[str, Any], margins: list[Margin],
+             references: list[str]) -> tuple[Any, dict[str, float]]:
+    """The strict comparison of `out` with `ref`, and every margin of `margins` beyond the columns:
+    against the strict reference, or against `others` (environment -> its reference) where that
+    differs from it; `references` are the other environments asked for."""
+    from kbm_toolkit.cuda.comparison import compare
+
+    def asked(reference: str) -> list[tuple[str, float]]:
+        return [(sc, x) for r, sc, x in margins if r == reference]
+
+    def value(cmp: Any, scale: str, ratio: float) -> float:
+        if not in_columns(scale, ratio):
+            return cmp.extra[(scale, ratio)]
+        return cmp.max_abs if ratio == 0 else cmp.margin
+
+    same = [STRICT] + [name for name in references if name not in others]
+    pairs = sorted({p for name in same for p in asked(name) if not in_columns(*p)})
+    cmp = compare(ref, out, pairs)
+    found = {margin_key(name, sc, x): value(cmp, sc, x) for name in same for sc, x in asked(name)}
+    for name, other in others.items():
+        theirs = compare(other, out, [p for p in asked(name) if not in_columns(*p)])
+        found.update({margin_key(name, sc, x): value(theirs, sc, x) for sc, x in asked(name)})
+    return cmp, found
 
 
 class _CellTask:
@@ -211,7 +255,7 @@ class _CellTask:
             try:
                 built = yield from self._build(spec)
             except Exception as e:
-                if not _cuda_error(e):
+                if not cuda_error(e):
                     raise
                 # the context broke before this input's first mutant: an earlier mutant's stray writes
                 # reached memory no checksum watches; a fresh worker builds it again
@@ -245,7 +289,7 @@ class _CellTask:
             check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
             yield check
             return None
-        why = _unusable(ref)
+        why = unusable(ref)
         if why:
             check["note"] = why
             yield check
@@ -270,46 +314,16 @@ class _CellTask:
         return built
 
     def _other_references(self, model: Any, inputs: list[Any], ref: Any, check: dict[str, Any]) -> dict[str, Any]:
-        """The reference in each other environment the task's margins need, where its bits differ
-        from the strict one's (one forward each, timed into `ref_ms`)."""
-        import torch
-
-        from kbm_toolkit.cuda.reference import reference_environment
-
-        if not self.references:
-            return {}
-        others = {}
+        """The reference in each other environment the task's margins need (`other_references`),
+        timed into `ref_ms`."""
         start = time.perf_counter()
-        for name in self.references:
-            with reference_environment(name), torch.no_grad():
-                other = model(*inputs)
-            if not (isinstance(other, torch.Tensor) and other.shape == ref.shape and other.dtype == ref.dtype
-                    and unchanged(other, ref)):
-                others[name] = other
-        torch.cuda.synchronize()
+        others = other_references(model, inputs, ref, self.references)
         check["ref_ms"] += (time.perf_counter() - start) * 1000
         return others
 
     def _margins(self, out: Any, ref: Any, others: dict[str, Any]) -> tuple[Any, dict[str, float]]:
         """The strict comparison of `out`, and every margin the task asks for beyond its columns."""
-        from kbm_toolkit.cuda.comparison import compare
-
-        def asked(reference: str) -> list[tuple[str, float]]:
-            return [(sc, x) for r, sc, x in self.margins if r == reference]
-
-        def value(cmp: Any, scale: str, ratio: float) -> float:
-            if not in_columns(scale, ratio):
-                return cmp.extra[(scale, ratio)]
-            return cmp.max_abs if ratio == 0 else cmp.margin
-
-        same = [STRICT] + [name for name in self.references if name not in others]
-        pairs = sorted({p for name in same for p in asked(name) if not in_columns(*p)})
-        cmp = compare(ref, out, pairs)
-        margins = {margin_key(name, sc, x): value(cmp, sc, x) for name in same for sc, x in asked(name)}
-        for name, other in others.items():
-            theirs = compare(other, out, [p for p in asked(name) if not in_columns(*p)])
-            margins.update({margin_key(name, sc, x): value(theirs, sc, x) for sc, x in asked(name)})
-        return cmp, margins
+        return compared(out, ref, others, self.margins, self.references)
 
     def _added_margins(self, spec: InputSpec, model: Any, inputs: list[Any], ref: Any,
                        others: dict[str, Any]) -> dict[str, Any]:

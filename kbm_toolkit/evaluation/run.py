@@ -169,7 +169,7 @@ class _Run:
         already = sum(len(p.done) for p in self.progress.values())
         collector = Collector(self.store, self.run_id, self.summary, options, self.hashes, already)
         completed = False
-        with _sigint_sets(self.stop):
+        with sigint_sets(self.stop):
             for t in threads:
                 t.start()
             began = time.monotonic()
@@ -257,7 +257,7 @@ class _Run:
 
 
 @contextmanager
-def _sigint_sets(flag: threading.Event) -> Iterator[None]:
+def sigint_sets(flag: threading.Event) -> Iterator[None]:
     """While inside, SIGINT (Ctrl-C, `timeout -s INT`) only sets `flag`, for the run to stop where it checks.
 
     Raised as KeyboardInterrupt at any bytecode, one once landed inside a queue's lock: the run

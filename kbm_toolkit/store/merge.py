@@ -16,6 +16,7 @@ MERGED: list[tuple[str, Any, str | tuple[str, ...] | None]] = [
     ("input_checks", ("input", "substrate_hash"), "run"), ("reference_checks", "input", "run"),
     ("cells", ("mutant", "input"), "run"),
     ("superseded_cells", ("mutant", "input", "superseded_by"), ("run", "superseded_by")),
+    ("submissions", "id", "run"), ("submission_cells", ("submission", "input"), "run"),
 ]
 """Tables `Store.merge` copies, in dependency order: (table, primary key, the columns naming a run)."""
 

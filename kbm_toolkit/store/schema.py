@@ -168,3 +168,20 @@ def m014_superseded_cells(db: sqlite_utils.Database) -> None:
         "mutant": str, "input": str, "outcome": str, "margin": float, "max_abs": float, "ms": float,
         "run": int, "note": str, "margins": str, "superseded_by": int,
     }, pk=("mutant", "input", "superseded_by"))
+
+
+@migration
+def m015_submissions(db: sqlite_utils.Database) -> None:
+    # `kbm verify`: candidate solutions in the benchmark's format, judged on protocols' inputs.
+    # A submission is its text (the id hashes it with its problem): an edited file is a new one.
+    # Its cells keep margins, as the kill matrix's do, so every protocol's verdict is a query.
+    db["submissions"].create({
+        "id": str, "problem": str, "path": str, "name": str, "sample": int, "source_hash": str,
+        "status": str, "note": str, "load_ms": float, "run": int, "added": str,
+    }, pk="id", foreign_keys=[("problem", "problems", "key"), ("run", "runs", "id")])
+    db["submissions"].create_index(["problem"])
+    db["submission_cells"].create({
+        "submission": str, "input": str, "outcome": str, "margin": float, "max_abs": float, "margins": str,
+        "ms": float, "run": int, "note": str,
+    }, pk=("submission", "input"), foreign_keys=[("submission", "submissions", "id"), ("input", "inputs", "id"),
+                                                 ("run", "runs", "id")])

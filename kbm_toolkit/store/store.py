@@ -2,9 +2,10 @@
 
 `Store` is the one object the rest of kbm talks to. Each of its parts is a module of its own:
 the schema (`schema`), runs (`runs`), the pool of problems, substrates and mutants (`pool`), the
-kill matrix (`kill_matrix`), evaluated shares (`shares`) and merging (`merge`). Its schema
-changes only through the ordered migrations in `schema`, each applied in a transaction together
-with its record in `_kbm_migrations`, so applying twice is harmless.
+kill matrix (`kill_matrix`), the submissions `kbm verify` judged (`submissions`), evaluated shares
+(`shares`) and merging (`merge`). Its schema changes only through the ordered migrations in
+`schema`, each applied in a transaction together with its record in `_kbm_migrations`, so
+applying twice is harmless.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from kbm_toolkit.store.merge import Merging
 from kbm_toolkit.store.pool import Pool
 from kbm_toolkit.store.runs import Runs
 from kbm_toolkit.store.schema import MIGRATIONS
+from kbm_toolkit.store.submissions import Submissions
 from kbm_toolkit.store.values import now
 
 
-class Store(Runs, Pool, KillMatrix, Merging):
+class Store(Runs, Pool, KillMatrix, Submissions, Merging):
     """A kbm store at `path` (`:memory:` for tests); opening applies pending migrations.
 
     `readonly` opens it for reading only (an older schema is upgraded in memory); a reading
