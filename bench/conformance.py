@@ -4,11 +4,14 @@ KernelBench-Verified's own evals on the same mutants.
 Each mutant is wrapped as a KernelBench `ModelNew` submission (`kbm_toolkit.conformance.model_new`)
 and judged by `eval_kernel_against_ref` imported from your checkouts: KernelBench's at its own fp32
 tolerance (1e-4 on main: kbm's `kernelbench-head`) and at v0.1's 1e-2 (kbm's `kernelbench`),
-KernelBench-Verified's with its hidden tests (kbm's `kbv` and `kbv-reconstructed`). A checker that
-rejects the submission agrees with kbm when the store shows the mutant detected. Needs a CUDA GPU.
+KernelBench-Verified's with its hidden tests (kbm's `kbv` and `kbv-reconstructed`). With `--suite
+DIR` (a folder `kbm suite --format kbv` wrote), KernelBench-Verified's eval also runs that suite's
+hidden tests alone, laid over a copy of its checkout, at the suite's tolerance; kbm's verdict is
+then `kbm audit --adapter DIR`'s. A checker that rejects the submission agrees with kbm when the
+store shows the mutant detected. Needs a CUDA GPU.
 
     python bench/conformance.py --kernelbench PATH [--kbv PATH] [--store @kernelbench]
-        [--per-problem N] [--problems P ...] [--protocols NAME ...] [--workers 8]
+        [--per-problem N] [--problems P ...] [--protocols NAME ...] [--suite DIR] [--workers 8]
         [--timeout S] [--budget S] [--reference strict-fp32|pytorch-default] [--out FILE.jsonl]
 
 Results stream to FILE.jsonl, one row per (protocol, problem, mutant), and a run given the same
@@ -42,8 +45,9 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--store", default="@kernelbench", help="the store whose verdicts are compared (default: @kernelbench)")
     ap.add_argument("--per-problem", type=int, default=25, help="mutants drawn per problem (default: 25)")
     ap.add_argument("--problems", nargs="+", default=list(DEFAULT_PROBLEMS), help="problems (default: 13 small ones)")
-    ap.add_argument("--protocols", nargs="+", default=list(PAIRINGS), choices=list(PAIRINGS),
-                    help="kbm protocols to compare (kbv ones need --kbv; default: all)")
+    ap.add_argument("--protocols", nargs="*", default=list(PAIRINGS), choices=list(PAIRINGS),
+                    help="kbm protocols to compare (kbv ones need --kbv; default: all; none: only --suite)")
+    ap.add_argument("--suite", type=Path, help="a suite `kbm suite --format kbv` wrote, run by KBV's eval (needs --kbv)")
     ap.add_argument("--workers", type=int, default=8, help="worker processes on the GPU (default: 8)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT_S, help=f"seconds per submission (default: {TIMEOUT_S:g})")
     ap.add_argument("--budget", type=float, help="start no submission after this many seconds (run again to resume)")
@@ -56,6 +60,8 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if not args.summary and args.kernelbench is None:
         ap.error("--kernelbench PATH is required (a KernelBench checkout)")
+    if args.suite and not args.kbv:
+        ap.error("--suite runs on KernelBench-Verified's eval: give --kbv PATH")
     return args
 
 
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> None:
             os.environ["KBM_KBV"] = str(args.kbv.expanduser().resolve())
         store = open_store(args.store)
         run_conformance(store, args.out, args.kernelbench, args.kbv, args.protocols, args.problems,
-                        args.per_problem, args.workers, args.timeout, args.reference, budget=args.budget)
+                        args.per_problem, args.workers, args.timeout, args.reference, budget=args.budget,
+                        suite=args.suite)
     rows = list(read_results(args.out).values())
     print()
     print(disagreement_table(rows))

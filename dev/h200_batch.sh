@@ -18,6 +18,11 @@
 #                                           of both levels into a scratch store holding .kbm/gate.db's verdicts)
 #                                           workers-ab (1 against $WORKERS workers, one GPU each; merged into $KB_STORE)
 #                                           demo-fill (audit filling missing cells, and refcheck, on the demo pool)
+#                                           verify (kbm verify's GPU tests; bench/verify_agreement.py against the
+#                                           shipped store; where .kbm/suite-kbv is carried (`kbm suite --format
+#                                           kbv` wrote it), KBV's eval on that suite: bench/conformance.py --suite)
+#                                           verify-bench (bench/verify_throughput.py: kbm verify against
+#                                           KernelBench's own eval loop, seconds per submission)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -166,6 +171,26 @@ PY
                 echo "refcheck -a $a: exit $?; $(tail -n1 "$OUT/logs/refcheck-demo-$a.txt")"
             done
             cp /tmp/fill.db "$OUT/demo-filled.db" ;;
+        verify)
+            timeout "$(left)" python3 -m pytest -m gpu tests/test_verify.py -q -p no:cacheprovider \
+                > "$OUT/logs/pytest-verify.txt" 2>&1
+            echo "pytest -m gpu tests/test_verify.py: $(tail -n1 "$OUT/logs/pytest-verify.txt")"
+            stop_at "$(( $(left) - 25 ))" python3 bench/verify_agreement.py --kernelbench third_party/KernelBench \
+                --kbv third_party/kernel_bench_verified --workers "${WORKERS:-4}" --out .kbm/verify-agreement \
+                > "$OUT/logs/verify-agreement.txt" 2>&1
+            echo "verify agreement: exit $?"; tail -n 9 "$OUT/logs/verify-agreement.txt"
+            if [ -d .kbm/suite-kbv ]; then  # carried only when the suite's check is wanted
+                stop_at "$(( $(left) - 25 ))" python3 bench/conformance.py --kernelbench third_party/KernelBench \
+                    --kbv third_party/kernel_bench_verified --suite .kbm/suite-kbv --protocols \
+                    --per-problem "${PER_PROBLEM:-10}" --workers 8 --out .kbm/suite-conformance.jsonl \
+                    > "$OUT/logs/suite-conformance.txt" 2>&1
+                echo "KBV's eval on the suite: exit $?"; tail -n 5 "$OUT/logs/suite-conformance.txt"
+            fi
+            cp .kbm/suite-conformance.jsonl .kbm/verify-agreement/rows.jsonl "$OUT/logs/" 2>/dev/null ;;
+        verify-bench)
+            stop_at "$(( $(left) - 25 ))" python3 bench/verify_throughput.py --kernelbench third_party/KernelBench \
+                --out .kbm/verify-throughput > "$OUT/logs/verify-throughput.txt" 2>&1
+            echo "verify throughput: exit $?"; tail -n 23 "$OUT/logs/verify-throughput.txt" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-level3) gate --level level3 ;;

@@ -29,6 +29,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kbm_toolkit.problems.input_spec": ("InputSpec", "official_specs"),
     "kbm_toolkit.problems.seeds": ("trial_seeds",),
     "kbm_toolkit.problems.substrate": ("Substrate", "has_substrate", "substrate_for"),
+    "kbm_toolkit.problems.submission": ("Submission", "SubmissionError", "find_submissions"),
     "kbm_toolkit.problems.pack": ("Pack", "PackError", "discover_packs", "init_pack", "load_pack", "use_benches",
                                   "user_packs"),
     # protocols: what a checker does
@@ -42,25 +43,29 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kbm_toolkit.analysis.matrix": ("Matrix", "load_matrices"),
     "kbm_toolkit.analysis.score": ("ProtocolResult", "audit", "audit_store", "run_protocol", "survivors", "to_json",
                                    "witnessed"),
-    "kbm_toolkit.analysis.suite": ("SuiteCurve", "budget_curve", "suite_curve", "write_suite"),
+    "kbm_toolkit.analysis.suite": ("SuiteCurve", "budget_curve", "suite_curve", "write_kbv_suite", "write_suite"),
+    "kbm_toolkit.problems.hidden_writer": ("KbvAdmission",),
+    "kbm_toolkit.analysis.submissions": ("SubmissionVerdicts", "submission_verdicts"),
     "kbm_toolkit.analysis.targets": ("ceiling", "ceiling_probes", "emit_targets", "targeted_specs"),
     "kbm_toolkit.analysis.listing": ("mutant_listing", "mutant_record", "problem_listing"),
     "kbm_toolkit.analysis.overview": ("Overview", "mutant_detail", "overview"),
     "kbm_toolkit.analysis.runs": ("run_rows", "time_split"),
     # reports and exports
     "kbm_toolkit.report.stryker": ("Export", "export", "stryker_report"),
+    "kbm_toolkit.conformance.corpus": ("export_corpus",),
     "kbm_toolkit.report.audit": ("provenance",),
     "kbm_toolkit.report.tables": ("tables_markdown",),
     "kbm_toolkit.report.figures": ("write_report",),
-    # GPU work (worker processes): gate substrates, fill the kill matrix
+    # GPU work (worker processes): gate substrates, fill the kill matrix, judge submissions
     "kbm_toolkit.evaluation.gate": ("gate_problems",),
     "kbm_toolkit.evaluation.fill": ("RunRequest", "fill_matrix"),
+    "kbm_toolkit.evaluation.verify": ("VerifyOptions", "verify_submissions"),
     # errors: the library raises these, the CLI words them
     "kbm_toolkit.errors": ("CompileError", "ContractViolation", "KbmError", "LaunchError", "NoDevice", "OptionError",
                            "OutputError", "ProblemError", "StoreError", "SubstrateError"),
     # the vocabulary the store, the CLI and the reports share
     "kbm_toolkit.vocabulary": ("FAMILIES", "Family", "GateStatus", "MutantStatus", "Outcome", "RecordKind",
-                               "RunKind"),
+                               "RunKind", "SubmissionStatus", "Verdict"),
 }
 
 _MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -20,8 +20,9 @@ from kbm_toolkit.conformance.harness import (disagreement_table, execute, read_r
                                              run_conformance, summarize, summary_table)
 from kbm_toolkit.conformance.model_new import (SubmissionError, SubmissionRef, read_ref, reference_model, resolve,
                                                submission_ref, submission_source)
-from kbm_toolkit.conformance.selection import draw_key, select
+from kbm_toolkit.conformance.selection import Candidate, Selection, draw_key, select
 from kbm_toolkit.conformance.workers import Pool, Task
+from kbm_toolkit.errors import KbmError
 from kbm_toolkit.mutation.mutants import generate
 from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.problems.problem_set import ProblemSet
@@ -353,3 +354,48 @@ def test_without_a_gpu_the_script_says_so_once_before_starting(tmp_path: Path) -
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
         "Error: no CUDA device is visible: the checkers' evals run on a GPU (--summary reads a results file)"]
     assert not out.exists()
+
+
+def _fake_kbv(root: Path, problem_text: str) -> Path:
+    """A KernelBench-Verified checkout as far as a suite's run reads it: its copy of level1/1 and a hidden test."""
+    (root / "KernelBench" / "level1").mkdir(parents=True)
+    (root / "KernelBench" / "level1" / "1_Square.py").write_text(problem_text)
+    (root / "hidden_tests" / "level1").mkdir(parents=True)
+    (root / "hidden_tests" / "level1" / "1_hidden.py").write_text("# KBV's own\n")
+    (root / "hidden_tests" / "level1" / "2_hidden.py").write_text("# KBV's own, not in the suite\n")
+    (root / ".git").mkdir()
+    return root
+
+
+def test_a_suite_runs_in_a_copy_of_the_checkout_with_its_hidden_tests_laid_over(tmp_path: Path) -> None:
+    from kbm_toolkit.conformance.harness import suite_checkout
+
+    kbv = _fake_kbv(tmp_path / "kbv", "x = 1\n")
+    suite = tmp_path / "suite"
+    (suite / "hidden_tests" / "level1").mkdir(parents=True)
+    (suite / "hidden_tests" / "level1" / "1_hidden.py").write_text("# kbm's suite\n")
+    copy = suite_checkout(kbv, suite, tmp_path / "copy")
+    assert (copy / "hidden_tests" / "level1" / "1_hidden.py").read_text() == "# kbm's suite\n"
+    assert (copy / "hidden_tests" / "level1" / "2_hidden.py").read_text() == "# KBV's own, not in the suite\n"
+    assert (kbv / "hidden_tests" / "level1" / "1_hidden.py").read_text() == "# KBV's own\n"  # the checkout untouched
+    assert not (copy / ".git").exists()
+    with pytest.raises(KbmError, match="no hidden_tests/ here: write the suite with kbm suite --format kbv"):
+        suite_checkout(kbv, tmp_path / "not-a-suite", tmp_path / "copy2")
+
+
+@pytest.mark.parametrize("copy_text, left_out", [
+    ("# Copyright header\n\nx = 1\n", None),  # a licence header is not code
+    ("x = 2\n", "KBV's copy of the problem differs in code from the file kbm measured"),
+])
+def test_a_suite_leaves_out_a_problem_whose_kbv_copy_differs_in_code(tmp_path: Path, copy_text: str,
+                                                                      left_out: str | None) -> None:
+    from kbm_toolkit.conformance.harness import _drop_without_hidden_tests
+    from kbm_toolkit.problems.problem import Problem
+
+    kbv = _fake_kbv(tmp_path / "kbv", copy_text)
+    (tmp_path / "1_Square.py").write_text("x = 1\n")
+    problem = Problem("level1/1_Square", "level1", 1, "Square", tmp_path / "1_Square.py", "kernelbench")
+    selection = Selection("suite-2", 0.01, [Candidate(problem.key, "m1", "m1", "arithmetic", "h", "s", True)])
+    _drop_without_hidden_tests(selection, [problem], kbv, same_code=True)
+    assert selection.skipped.get(problem.key) == left_out
+    assert len(selection.candidates) == (1 if left_out is None else 0)

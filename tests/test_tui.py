@@ -120,3 +120,53 @@ async def _summary_mentions_the_sample(store_path: Path) -> None:
         # the other problem was evaluated in full: the summary names both shares
         assert "Mutants: a 50–100% sample of each problem's (1 problem at 50%, 1 problem at 100%" in str(
             app.screen.query_one("#summary").render())
+
+
+def test_the_submissions_mode_lists_each_protocols_verdict_and_opens_one(store_path: Path) -> None:
+    asyncio.run(_drive_submissions(store_path))
+
+
+def _with_submissions(store_path: Path) -> None:
+    """Two submissions to demo/2 as `kbm verify` stores them: one right on every input, one wrong on
+    the hidden x-1 config only (kbv rejects it, kernelbench accepts it)."""
+    from kbm_toolkit.problems.submission import Submission
+    from kbm_toolkit.store import Store
+
+    store = Store(store_path)
+    problem = ProblemSet.discover().get("demo/2")
+    run = store.start_run("verify", {})
+    for name, wrong in (("right.py", None), ("sign.py", "hidden x-1")):
+        s = Submission(store_path.parent / name, problem, f"# {name}\nclass ModelNew: pass\n")
+        store.record_submissions([s.row()])
+        specs = {spec.id: spec for p in PROTOCOLS for spec in p.specs(problem)}
+        store.record_inputs(list(specs.values()), "verify")
+        store.record_submission_cells(run, [
+            {"submission": s.id, "input": i, "outcome": "pass", "margin": 0.5 if wrong and wrong in spec.label else 0.0,
+             "max_abs": 0.0, "margins": {p.judge.key: 0.5 if wrong and wrong in spec.label else 0.0 for p in PROTOCOLS}}
+            for i, spec in specs.items()])
+    store.close()
+
+
+async def _drive_submissions(store_path: Path) -> None:
+    from kbm_toolkit.tui.app import SubmissionScreen, SubmissionsScreen
+
+    _with_submissions(store_path)
+    app = KbmApp(store_path, PROTOCOLS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("s")
+        await _settle(pilot)
+        assert isinstance(app.screen, SubmissionsScreen)
+        table = app.screen.query_one(DataTable)
+        rows = [[str(c) for c in table.get_row_at(k)] for k in range(table.row_count)]
+        assert rows == [["demo/2_Softmax", "right.py", "accepts", "accepts"],
+                        ["demo/2_Softmax", "sign.py", "accepts", "rejects"]]
+        await pilot.press("down", "enter")
+        await _settle(pilot)
+        assert isinstance(app.screen, SubmissionScreen)
+        detail = app.screen.query_one(DataTable)
+        failing = [[str(c) for c in detail.get_row_at(k)] for k in range(detail.row_count)
+                   if str(detail.get_row_at(k)[3]) == "fail"]
+        assert [(r[2], r[4]) for r in failing] == [("hidden x-1", "5.00e-01")]
+        await pilot.press("escape")
+        assert isinstance(app.screen, SubmissionsScreen)

@@ -38,6 +38,10 @@ SUBMISSIONS = {
     "raises.py": HEADER + "    def forward(self, x):\n        raise RuntimeError('boom')\n",
     "crash.py": HEADER + "    def forward(self, x):\n        os.abort()\n",
     "hang.py": HEADER + "    def forward(self, x):\n        time.sleep(120)\n        return x\n",
+    # what an illegal address leaves behind: the worker's CUDA context is gone (its type's name says so)
+    "poisons.py": "import torch\n\n\nclass AcceleratorError(RuntimeError):\n    pass\n\n\n"
+                  "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                  "        raise AcceleratorError('CUDA error: an illegal memory access was encountered')\n",
     "load_raises.py": "import torch\nfrom torch import no_such_name\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n",
     "load_hangs.py": "import time\nimport torch\ntime.sleep(120)\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n",
     "syntax.py": "import torch\ndef f(:\n",
@@ -125,6 +129,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict, objec
     ("raises.py", Verdict.REJECTS, Verdict.REJECTS),
     ("crash.py", Verdict.REJECTS, Verdict.REJECTS),
     ("hang.py", Verdict.REJECTS, Verdict.REJECTS),
+    ("poisons.py", Verdict.REJECTS, Verdict.REJECTS),
     ("load_raises.py", Verdict.REJECTS, Verdict.REJECTS),
     ("load_hangs.py", Verdict.REJECTS, Verdict.REJECTS),
     ("syntax.py", Verdict.REJECTS, Verdict.REJECTS),
@@ -151,6 +156,7 @@ def test_wrong_values_fail_only_the_inputs_that_show_them(judged) -> None:
     ("raises.py", Outcome.CRASH, "RuntimeError: boom"),
     ("crash.py", Outcome.CRASH, "worker died"),
     ("hang.py", Outcome.TIMEOUT, "no answer within 8 s"),
+    ("poisons.py", Outcome.CRASH, "AcceleratorError: CUDA error: an illegal memory access was encountered"),
 ])
 def test_a_failure_is_a_verdict_with_its_reason(judged, name: str, outcome: Outcome, note: str) -> None:
     _, verdicts, _ = judged
@@ -160,11 +166,11 @@ def test_a_failure_is_a_verdict_with_its_reason(judged, name: str, outcome: Outc
 
 def test_a_lost_worker_costs_one_restart_not_one_per_input(judged) -> None:
     store, verdicts, summary = judged
-    for name in ("crash.py", "hang.py"):
+    for name in ("crash.py", "hang.py", "poisons.py"):
         runs = [r for p in verdicts[name].protocols for r in p.inputs if r.outcome is not None]
         assert {r.input for r in runs} == {verdicts[name].protocols[0].inputs[0].input}  # only official trial 0
-    # crash, hang, the file that hangs while loading: one lost worker each
-    assert summary.restarts == 3
+    # crash, hang, a lost CUDA context, the file that hangs while loading: one worker each
+    assert summary.restarts == 4
 
 
 @pytest.mark.parametrize("name, status, note", [
@@ -280,6 +286,19 @@ def test_cli_json_and_the_listing_read_the_same_verdicts(tmp_path: Path) -> None
         {"good.py": "accepts", "relu.py": "rejects"}
 
 
+def test_audit_and_the_tables_say_which_protocols_accept_the_submissions(tmp_path: Path) -> None:
+    folder = write(tmp_path / "s", ["good.py", "relu.py", "shape.py"])
+    store = str(tmp_path / "k.db")
+    invoke("--store", store, "verify", str(folder), "--problem", "demo/1", "--device", "cpu", "-a", "fuzz",
+           "-a", "kernelbench")
+    audit = invoke("--store", store, "audit", "-a", "fuzz")
+    assert "Submissions kbm verify judged: 3; fuzz accepts 1, rejects 2 (kbm submissions lists them)" in audit.output
+    assert json.loads(invoke("--store", store, "audit", "-a", "kernelbench", "--json").output)["submissions"] == \
+        {"accepts": 2, "rejects": 1}
+    tables = invoke("--store", store, "report", "--tables", "-a", "kernelbench", "-a", "fuzz").output
+    assert "| kernelbench | 2 | 1 | 0 | 0 |" in tables and "| fuzz | 1 | 2 | 0 | 0 |" in tables
+
+
 def test_cli_without_a_gpu_exits_5(tmp_path: Path) -> None:
     path = write(tmp_path / "s", ["good.py"]) / "good.py"
     result = invoke("--store", str(tmp_path / "k.db"), "verify", str(path), "--problem", "demo/1")
@@ -328,3 +347,35 @@ def test_kernelbench_levels_get_kernelbench_names(demo: ProblemSet) -> None:
     assert sample_file(p, 3) == "level_2_problem_7_sample_3_kernel.py"
     assert sample_problem(Path(sample_file(p, 3))) == ("level2/7", 3)
     assert sample_file(demo.get("demo/1"), 0) == "demo__1_LeakyReLU__sample_0_kernel.py"
+
+
+# --- on the GPU: kbm's own mutants, judged by kbm verify, against the shipped demo store -------------
+
+@pytest.mark.gpu
+def test_verify_on_the_gpu_agrees_with_the_shipped_demo_store(tmp_path: Path, demo: ProblemSet) -> None:
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.conformance.selection import select
+    from kbm_toolkit.evaluation.device import describe_device
+    from kbm_toolkit.store.shipped import open_shipped
+
+    shipped = open_shipped("demo")
+    problems = [demo.get("demo/1"), demo.get("demo/2"), demo.get("demo/3")]
+    matrices = {mx.problem.key: mx for mx in load_matrices(shipped)}
+    # the demo store holds strict-fp32 margins only; without a convolution, the TF32 reference kbm
+    # verify computes for kernelbench is the strict one bit for bit
+    selections = {p.name: select(shipped, matrices, p, problems, 6) for p in (KB, FUZZ)}
+    wanted = {c.mutant for s in selections.values() for c in s.candidates if c.mutant}
+    assert len(wanted) >= 12, {k: s.skipped for k, s in selections.items()}
+    export_corpus(shipped, problems, tmp_path / "corpus", mutants=wanted)
+    found = find_submissions([tmp_path / "corpus"], demo)
+    store = Store(tmp_path / "verify.db")
+    summary = verify_submissions(store, found, [KB, FUZZ], describe_device(), VerifyOptions(workers=2))
+    assert set(summary.problems.values()) == {"done"}
+    entries = json.loads((tmp_path / "corpus" / INDEX).read_text())
+    index = {e["mutant"]: e["file"] for e in entries if e["mutant"]}
+    verdicts = {Path(v.submission["path"]).name: v for v in submission_verdicts(store, [KB, FUZZ])}
+    disagree = [(name, c.problem, c.mutant, c.detected) for name, s in selections.items() for c in s.candidates
+                if c.mutant and (verdicts[index[c.mutant]].verdict(name) == Verdict.REJECTS) != c.detected]
+    assert disagree == []
+    controls = [e["file"] for e in entries if e["mutant"] is None]
+    assert len(controls) == 3 and {verdicts[f].verdict(p.name) for f in controls for p in (KB, FUZZ)} == {Verdict.ACCEPTS}

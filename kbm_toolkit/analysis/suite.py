@@ -10,27 +10,41 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
 from kbm_toolkit.analysis.score import run_protocol
 from kbm_toolkit.outputs import output_file, output_folder
+from kbm_toolkit.problems.hidden_writer import HiddenSuite, KbvAdmission, SuiteNote, write_hidden_tests
 from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.protocols.protocol import Protocol, protocol_toml
 
+Admit = Callable[[Problem, InputSpec], bool]
+"""Whether an input may be chosen for a problem (e.g. whether KernelBench-Verified's format can say
+it: `problems.hidden_writer.KbvAdmission`); without one, every valid input may be."""
 
-def kill_sets(mx: Matrix, tolerance: float) -> dict[str, set[str]]:
+
+def kill_sets(mx: Matrix, tolerance: float, admit: Admit | None = None) -> dict[str, set[str]]:
     """input id → the mutants it kills at `tolerance`, over the inputs valid at that tolerance and
     run on every mutant (a column with gaps, e.g. new inputs run only on one protocol's survivors,
-    would look weaker than it is; a mutant stopped by a crash leaves no gap)."""
+    would look weaker than it is; a mutant stopped by a crash leaves no gap), and that `admit`
+    admits when it is given."""
     valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance) and mx.missing(i, mx.stopped) <= 0}
     kills: dict[str, set[str]] = {i: set() for i in valid}
     for (m, i), cell in mx.cells.items():
         if i in valid and m in mx.mutants and killed(cell, tolerance):
             kills[i].add(m)
-    return kills
+    return _admitted(mx, kills, admit)
+
+
+def _admitted(mx: Matrix, kills: dict[str, set[str]], admit: Admit | None) -> dict[str, set[str]]:
+    if admit is None:
+        return kills
+    specs = {i: InputSpec.from_record(json.loads(mx.checks[i]["spec"]), mx.checks[i].get("label") or i) for i in kills}
+    return {i: k for i, k in kills.items() if admit(mx.problem, specs[i])}
 
 
 def greedy_cover(kills: dict[str, set[str]], universe: set[str], budget: int,
@@ -108,17 +122,20 @@ class SuiteCurve:
 
 
 def budget_curve(matrices: list[Matrix], tolerance: float, budgets: list[int],
-                 baseline: dict[str, set[str]] | None = None, splits: int = 0) -> SuiteCurve:
+                 baseline: dict[str, set[str]] | None = None, splits: int = 0,
+                 admit: Admit | None = None) -> SuiteCurve:
     """Greedy suites at each budget: scored on the full pool (selected on it), and held out
     (selected on each problem's dev half of witnessed mutants, scored on the test half). Ties and
     budget a problem's own mutants leave unused go to the input kinds that kill most over every
     problem's selection half (`kind_prior`): with a few mutants per problem, a problem's own
     choice is noisy and the pool's is not. With
     `splits`, held-out detection is also measured on that many other splits: on a small pool
-    one split's figure moves by a point or so with the draw."""
-    kills = {mx.problem.key: kill_sets(mx, tolerance) for mx in matrices}
+    one split's figure moves by a point or so with the draw. With `admit`, suites are chosen only
+    among the inputs it admits, and scored over the same witnessed mutants as without it."""
+    every = {mx.problem.key: kill_sets(mx, tolerance) for mx in matrices}
+    kills = {mx.problem.key: _admitted(mx, every[mx.problem.key], admit) for mx in matrices}
     kinds = {mx.problem.key: {i: input_kind(mx.checks[i]["spec"]) for i in kills[mx.problem.key]} for mx in matrices}
-    witnessed = {k: set().union(*v.values()) if v else set() for k, v in kills.items()}
+    witnessed = {k: set().union(*v.values()) if v else set() for k, v in every.items()}
     n = sum(len(w) for w in witnessed.values())
 
     def cover(universe: dict[str, set[str]], b: int) -> dict[str, list[str]]:
@@ -151,12 +168,14 @@ def _pct(x: int, n: int) -> float:
     return 100.0 * x / n if n else float("nan")
 
 
-def suite_curve(store: Any, budget: int, tolerance: float, baseline: Protocol, splits: int = 20) -> SuiteCurve:
+def suite_curve(store: Any, budget: int, tolerance: float, baseline: Protocol, splits: int = 20,
+                admit: Admit | None = None) -> SuiteCurve:
     """`kbm suite`: the budget curve for B = 1..max(5, budget) over the store's full rows, against
-    `baseline`, held out on `splits` more splits. Only inputs run on every mutant can be chosen."""
+    `baseline`, held out on `splits` more splits. Only inputs run on every mutant (and that `admit`
+    admits) can be chosen."""
     matrices = load_matrices(store, full_rows=True)  # set cover needs full rows (not --first-kill's)
     base = run_protocol(baseline, matrices, tolerance)
-    return budget_curve(matrices, tolerance, list(range(1, max(5, budget) + 1)), base.detected, splits)
+    return budget_curve(matrices, tolerance, list(range(1, max(5, budget) + 1)), base.detected, splits, admit)
 
 
 def write_suite(curve: SuiteCurve, store: Any, folder: Path, budget: int, tolerance: float) -> Path:
@@ -166,12 +185,32 @@ def write_suite(curve: SuiteCurve, store: Any, folder: Path, budget: int, tolera
     return path
 
 
-def emit_protocol(suite: dict[str, list[str]], store: Any, name: str, tolerance: float) -> str:
-    """The chosen suite as a protocol.toml that `kbm audit --adapter DIR` accepts."""
+def write_kbv_suite(curve: SuiteCurve, store: Any, folder: Path, budget: int, tolerance: float,
+                    admission: KbvAdmission, store_name: str | None = None) -> HiddenSuite:
+    """The suite chosen at `budget` (among the inputs `admission` admits) as KernelBench-Verified
+    hidden test files, `folder/hidden_tests/`, beside the same suite's `folder/protocol.toml`; the
+    note names the store `store_name` (as it was given, e.g. `@demo`) or else its path."""
+    protocol = write_suite(curve, store, folder, budget, tolerance)
+    figure = curve.full[curve.budgets.index(budget)]
+    note = SuiteNote(store_name or store.where, budget, tolerance,
+                     detection=f"{figure:.1f}% of the {curve.witnessed:,} witnessed mutants at B = {budget} "
+                               "(full pool)")
+    return replace(write_hidden_tests(folder, suite_specs(curve.suites[budget], store), admission, note),
+                   protocol=protocol)
+
+
+def suite_specs(suite: dict[str, list[str]], store: Any) -> dict[str, list[InputSpec]]:
+    """The chosen suite's input specs, by problem, labelled as the store labels them."""
     specs = {}
     for problem, inputs in suite.items():
         rows = [store.input_row(i) for i in inputs]
         specs[problem] = [InputSpec.from_record(json.loads(r["spec"]), r["label"] or r["id"]) for r in rows]
+    return specs
+
+
+def emit_protocol(suite: dict[str, list[str]], store: Any, name: str, tolerance: float) -> str:
+    """The chosen suite as a protocol.toml that `kbm audit --adapter DIR` accepts."""
+    specs = suite_specs(suite, store)
     largest = max((len(v) for v in suite.values()), default=0)
     return protocol_toml(name, f"set-cover suite, up to {largest} inputs per problem", tolerance, specs,
                          comment="A suite chosen by `kbm suite` (greedy set cover over the kill matrix).")

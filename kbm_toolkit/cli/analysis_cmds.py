@@ -72,10 +72,18 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
                            sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging)
     report["provenance"] = provenance(store)
+    if store.submission_count():  # what kbm verify found of real submissions, under the same protocol
+        from kbm_toolkit.analysis.submissions import submission_verdicts, verdict_counts
+
+        report["submissions"] = dict(verdict_counts(submission_verdicts(store, [protocol])).get(protocol.name, {}))
     if as_json:
         click.echo(to_json(report))
     else:
         print_audit(report, report["provenance"], _fill_command(obj, store, report, adapter))
+        if report.get("submissions"):
+            click.echo(f"Submissions kbm verify judged: {sum(report['submissions'].values()):,}; {protocol.name} "
+                       + ", ".join(f"{w} {n:,}" for w, n in sorted(report["submissions"].items()))
+                       + " (kbm submissions lists them)")
     detection = report["detection_pct"]
     if fail_under is not None and (detection or 0.0) < fail_under:
         click.echo(f"--fail-under {fail_under:g}: {protocol.name} detects "
@@ -107,33 +115,59 @@ def _fill_command(obj: Context, store: Store, report: dict, adapter: str) -> str
               help="atol = rtol the suite is judged at.")
 @protocol_option("--baseline", default="kernelbench", show_default=True, help="Protocol to compare against")
 @out_option("Write the suite as an adapter folder here (made if missing).", old="--emit")
+@click.option("--format", "fmt", type=click.Choice(["protocol", "kbv"]), default="protocol", show_default=True,
+              help="protocol: DIR/protocol.toml. kbv: also KernelBench-Verified hidden test files, "
+                   "DIR/hidden_tests/level{L}/{id}_hidden.py, the suite chosen only among the inputs KBV's "
+                   "harness can run.")
 @click.option("--splits", type=click.IntRange(0), default=20, show_default=True,
               help="Also measure held-out detection on this many other splits (their mean and range).")
 @json_option
 @click.pass_obj
-def suite(obj: Context, budget: int, tolerance: float, baseline: str, out: str | None, splits: int,
+def suite(obj: Context, budget: int, tolerance: float, baseline: str, out: str | None, fmt: str, splits: int,
           as_json: bool) -> None:
     """Choose per problem the inputs that detect the most witnessed mutants (greedy set cover).
 
     Prints the budget curve for B = 1..max(5, budget), on the full pool and held out (selected on
     half of each problem's mutants, scored on the other half), against a baseline protocol.
-    Only valid inputs run on every mutant are ever chosen.
+    Only valid inputs run on every mutant are ever chosen. With --format kbv, only those that
+    KernelBench-Verified's harness can run too (it builds the model once, from the default
+    get_init_inputs()), and the suite is also written as its hidden test files, each rebuilding
+    kbm's inputs bit for bit; a kbv-hidden input needs the checkout it came from (--kbv).
 
     Example: kbm suite --budget 2 --out ./my_suite
+
+    Example: kbm suite --budget 2 --format kbv --out ./my_suite
     """
-    from kbm_toolkit.analysis.suite import suite_curve, write_suite
+    from kbm_toolkit.analysis.suite import suite_curve, write_kbv_suite, write_suite
+    from kbm_toolkit.problems.hidden_writer import KbvAdmission
     from kbm_toolkit.report.suites import print_curve
 
     store = obj.read_store()
     folder = output_folder(out) if out else None  # a folder it cannot write is one line before any work
-    curve = suite_curve(store, budget, tolerance, obj.protocol(baseline, store), splits)
-    written = write_suite(curve, store, folder, budget, tolerance) if folder else None
+    admission = KbvAdmission(obj.problems().problems(), store.problem_rows()) if fmt == "kbv" else None
+    curve = suite_curve(store, budget, tolerance, obj.protocol(baseline, store), splits, admission)
+    hidden = write_kbv_suite(curve, store, folder, budget, tolerance, admission,
+                             str(obj.store_path) if obj.store_path else None) if folder and admission else None
+    written = hidden.protocol if hidden else write_suite(curve, store, folder, budget, tolerance) if folder else None
+    left_out = admission.left_out if admission else []
     if as_json:
+        kbv = {"left_out": [x._asdict() for x in left_out],
+               "hidden_tests": {k: str(p) for k, p in hidden.files.items()} if hidden else None,
+               "warnings": hidden.warnings if hidden else []} if admission else {}
         click.echo(json.dumps({"tolerance": tolerance, "baseline": baseline, **curve.summary(),
-                               "written": str(written) if written else None}, indent=1))
+                               "written": str(written) if written else None, **kbv}, indent=1))
         return
     print_curve(curve, tolerance, baseline, splits)
-    if written:
+    for x in left_out:
+        click.echo(f"{x.problem}: left out" + (f" {x.label!r}" if x.label is not None else "") + f": {x.reason}")
+    for line in hidden.warnings if hidden else []:
+        click.echo(f"Warning: {line}", err=True)
+    if hidden:
+        click.echo(f"wrote {len(hidden.files)} hidden test files under {hidden.folder} ({hidden.note.name} says how "
+                   f"they were chosen) and {written}: copy {hidden.folder.name}/ into a KernelBench-Verified checkout "
+                   f"and run its eval with KB_FP32_TOL={tolerance:g}; audit the same suite with kbm audit --adapter "
+                   f"{written.parent}")
+    elif written:
         click.echo(f"wrote {written}: audit it with kbm audit --adapter {written.parent}")
 
 

@@ -134,10 +134,11 @@ def _export_corpus(obj: Context, problems: tuple[str, ...], mutants: tuple[str, 
 @protocol_option("--adapter", "-a", "adapters", multiple=True, help="Protocols to show (default: every installed one)")
 @click.pass_obj
 def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None:
-    """Browse a store in the terminal: overview, miss patterns, problems, mutant details.
+    """Browse a store in the terminal: overview, miss patterns, problems, mutant details, submissions.
 
-    Keys: o overview, p patterns, r problems, enter to open, escape to go back, / to filter,
-    t to change protocol, q to quit. Needs a terminal: with its output piped it exits at once.
+    Keys: o overview, p patterns, r problems, s submissions (kbm verify's), enter to open, escape
+    to go back, / to filter, t to change protocol, q to quit. Needs a terminal: with its output
+    piped it exits at once.
 
     Example: kbm tui ~/.local/share/kbm/kbm.db
     """

@@ -282,10 +282,11 @@ def kernelbench_verdict(problem_src: str, submission_src: str, trials: int = 5, 
 
 
 def kbv_verdict(problem_src: str, submission_src: str, hidden_test_path: str | Path, trials: int = 5,
-                checkout: str | Path = "third_party/kernel_bench_verified") -> Verdict:
+                checkout: str | Path = "third_party/kernel_bench_verified", tolerance: float | None = None) -> Verdict:
     """KernelBench-Verified's `eval_kernel_against_ref` on one submission: `trials` official
-    trials, then the hidden configs of `hidden_test_path`, as its eval_from_generations does."""
+    trials, then the hidden configs of `hidden_test_path`, as its eval_from_generations does (with
+    no trials, the hidden configs alone), at its own fp32 tolerance or at `tolerance`."""
     module, stubbed = kbv_eval(checkout)
-    return _run(KBV, module, stubbed, None,
+    return _run(KBV, module, stubbed, tolerance,
                 dict(original_model_src=problem_src, custom_model_src=submission_src, num_correct_trials=trials,
                      measure_performance=False, hidden_test_path=str(hidden_test_path)))

@@ -2,7 +2,10 @@
 
 Each protocol is paired with the checker that implements it: `kernelbench-head` (5 trials, 1e-4)
 and `kernelbench` (v0.1's 1e-2, patched into the eval's tolerance function) with KernelBench's
-eval, `kbv` and `kbv-reconstructed` with KernelBench-Verified's (5 trials, then its hidden tests). A submission the checker
+eval, `kbv` and `kbv-reconstructed` with KernelBench-Verified's (5 trials, then its hidden tests).
+A suite `kbm suite --format kbv` wrote is paired with KernelBench-Verified's eval too, run in a copy
+of its checkout with the suite's hidden tests laid over its own (`suite_checkout`), on those alone
+(no official trials) at the suite's tolerance: what a maintainer who drops the folder in gets. A submission the checker
 rejects (fails, or whose eval raises or dies) agrees with kbm when kbm's store shows the mutant
 detected. Results stream to a JSONL file, one row per (protocol, problem, mutant); a run resumes
 from it, and `summarize` reads it back.
@@ -28,6 +31,7 @@ from kbm_toolkit.judging import STRICT
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.problems.substrate import substrate_for
+from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.protocols.registry import load_protocol
 
 PAIRINGS = {"kernelbench-head": KERNELBENCH, "kernelbench": KERNELBENCH, "kbv": KBV, "kbv-reconstructed": KBV}
@@ -76,10 +80,9 @@ def _level(problem: Problem) -> int:
     return int(problem.level.rsplit("/", 1)[-1].removeprefix("level"))
 
 
-def _task(protocol: str, tolerance: float, candidate: Candidate, problem: Problem, kernelbench: Path,
+def _task(protocol: str, checker: str, tolerance: float, candidate: Candidate, problem: Problem, kernelbench: Path,
           kbv: Path | None, reference: str, trials: int) -> Task:
-    """The task that submits `candidate` to the checker of `protocol` (numbered later)."""
-    checker = PAIRINGS[protocol]
+    """The task that submits `candidate` to `checker` for `protocol` (numbered later)."""
     root = kbv if checker == KBV and kbv else kernelbench
     level = _level(problem)
     # KBV's scripts hand its eval its own copy of the problem, the one its hidden tests load
@@ -93,24 +96,49 @@ def _task(protocol: str, tolerance: float, candidate: Candidate, problem: Proble
            "kbm_cells": candidate.cells, "protocol_tolerance": tolerance, "reference": reference,
            "problem_file": str(path), "problem_sha256": hashlib.sha256(source.encode()).hexdigest(),
            "problem_as_stored": _body(source) == _body(problem.source), "checkout_commit": checkout_commit(root)}
-    return Task(0, checker, str(root), str(path), submission_source(ref), trials,
-                tolerance if checker == KERNELBENCH else None,
+    # an eval judging at its own tolerance already leaves it as it is (`checkers.patched_tolerance`)
+    return Task(0, checker, str(root), str(path), submission_source(ref), trials, tolerance,
                 str(hidden_test_path(root, level, problem.number)) if checker == KBV else None, reference, row)
+
+
+def suite_checkout(kbv: str | Path, suite: str | Path, into: str | Path) -> Path:
+    """A copy of the KernelBench-Verified checkout `kbv` (its git history left out) with the hidden
+    tests of `suite` (a folder `kbm suite --format kbv` wrote) laid over its own, as a maintainer
+    would drop them in; made afresh each time."""
+    import shutil
+
+    into = Path(into)
+    if into.exists():
+        shutil.rmtree(into)
+    shutil.copytree(kbv, into, ignore=shutil.ignore_patterns(".git"))
+    hidden = Path(suite) / "hidden_tests"
+    if not hidden.is_dir():
+        raise KbmError("no hidden_tests/ here: write the suite with kbm suite --format kbv", suite)
+    shutil.copytree(hidden, into / "hidden_tests", dirs_exist_ok=True)
+    return into.resolve()
 
 
 def plan(store: Any, kernelbench: str | Path, kbv: str | Path | None = None, protocols: Iterable[str] = PAIRINGS,
          problems: Iterable[str] = DEFAULT_PROBLEMS, per_problem: int = 25, reference: str = STRICT,
-         trials: int = 5, control: bool = True, salt: str = SALT) -> Plan:
+         trials: int = 5, control: bool = True, salt: str = SALT, suite: str | Path | None = None,
+         suite_kbv: str | Path | None = None) -> Plan:
     """The tasks of a run: per protocol, `per_problem` hash-drawn decided mutants of each problem
     (and its correct substrate, with `control`), interleaved so a run cut short covers every
-    problem and protocol. `kbv` protocols are left out without a KBV checkout."""
+    problem and protocol. `kbv` protocols are left out without a KBV checkout. With `suite` (a
+    folder `kbm suite --format kbv` wrote) and `suite_kbv` (`suite_checkout`'s copy), the suite
+    too, on KBV's eval with no official trials; problems whose KBV copy differs in code from the
+    file kbm measured are left out (the suite's files refuse them)."""
     kernelbench = Path(kernelbench).resolve()  # the workers read these paths: absolute, wherever they run
     kbv_root = Path(kbv).resolve() if kbv else None
     protocols = list(protocols)
     unknown = [p for p in protocols if p not in PAIRINGS]
     if unknown:
         raise KbmError(f"no checker to compare protocol {unknown[0]!r} with (known: {', '.join(PAIRINGS)})")
-    chosen = [p for p in protocols if PAIRINGS[p] != KBV or kbv_root]
+    pairs = [(load_protocol(p), PAIRINGS[p], kbv_root, trials) for p in protocols if PAIRINGS[p] != KBV or kbv_root]
+    if suite is not None:
+        if suite_kbv is None:
+            raise KbmError("a suite runs on a KernelBench-Verified checkout with its hidden tests (suite_checkout)")
+        pairs.append((load_protocols(Path(suite))[0], KBV, Path(suite_kbv).resolve(), 0))
     problem_set = ProblemSet.discover(kernelbench)
     wanted = [problem_set.get(r) for r in problems]
     keys = {p.key for p in wanted}
@@ -119,15 +147,16 @@ def plan(store: Any, kernelbench: str | Path, kbv: str | Path | None = None, pro
     ranked: list[tuple[int, int, int, Task]] = []
     order = {p.key: i for i, p in enumerate(wanted)}
     by_key = {p.key: p for p in wanted}
-    for pi, name in enumerate(chosen):
-        protocol = load_protocol(name)
+    for pi, (protocol, checker, root, n_trials) in enumerate(pairs):
+        name = protocol.name
         selection = selections[name] = select(store, matrices, protocol, wanted, per_problem, salt, control, reference)
-        if PAIRINGS[name] == KBV and kbv_root:
-            _drop_without_hidden_tests(selection, wanted, kbv_root)
+        if checker == KBV and root:
+            _drop_without_hidden_tests(selection, wanted, root, same_code=n_trials == 0)
         seen: dict[str, int] = {}
         for c in selection.candidates:
             rank = seen[c.problem] = seen.get(c.problem, -1) + 1  # the control is rank 0 of its problem
-            task = _task(name, protocol.tolerance, c, by_key[c.problem], kernelbench, kbv_root, reference, trials)
+            task = _task(name, checker, protocol.tolerance, c, by_key[c.problem], kernelbench, root, reference,
+                         n_trials)
             ranked.append((rank, order[c.problem], pi, task))
     tasks = [t for *_, t in sorted(ranked, key=lambda r: r[:3])]
     for n, task in enumerate(tasks):
@@ -135,11 +164,17 @@ def plan(store: Any, kernelbench: str | Path, kbv: str | Path | None = None, pro
     return Plan(tasks, selections)
 
 
-def _drop_without_hidden_tests(selection: Selection, problems: list[Problem], kbv: Path) -> None:
+def _drop_without_hidden_tests(selection: Selection, problems: list[Problem], kbv: Path, same_code: bool = False) -> None:
+    """Leave out the problems KBV has no hidden test file for; with `same_code`, also those whose
+    KBV copy is not, comment header aside, the file kbm measured."""
     for p in problems:
         if not hidden_test_path(kbv, _level(p), p.number).is_file():
             selection.skipped[p.key] = "KBV has no hidden test file for it"
-            selection.candidates = [c for c in selection.candidates if c.problem != p.key]
+        elif same_code and _body(kbv_problem_path(kbv, _level(p), p.path.name).read_text()) != _body(p.source):
+            selection.skipped[p.key] = "KBV's copy of the problem differs in code from the file kbm measured"
+        else:
+            continue
+        selection.candidates = [c for c in selection.candidates if c.problem != p.key]
 
 
 # -- the results file -------------------------------------------------------------------------------
@@ -227,10 +262,18 @@ def run_conformance(store: Any, out: str | Path, kernelbench: str | Path, kbv: s
                     protocols: Iterable[str] = PAIRINGS, problems: Iterable[str] = DEFAULT_PROBLEMS,
                     per_problem: int = 25, workers: int = 8, timeout: float = TIMEOUT_S, reference: str = STRICT,
                     trials: int = 5, progress: TextIO | None = sys.stderr, budget: float | None = None,
-                    pool: Callable[..., Any] = Pool) -> tuple[Plan, dict[tuple[str, str, str], dict[str, Any]]]:
+                    pool: Callable[..., Any] = Pool, suite: str | Path | None = None
+                    ) -> tuple[Plan, dict[tuple[str, str, str], dict[str, Any]]]:
     """Plan a run (`plan`) and execute it into `out` (resuming), `workers` processes on one GPU,
-    starting no submission after `budget` seconds; the plan and every row of the results file."""
-    the_plan = plan(store, kernelbench, kbv, protocols, problems, per_problem, reference, trials)
+    starting no submission after `budget` seconds; the plan and every row of the results file.
+    With `suite`, KBV's eval runs it in `suite_checkout`'s copy of `kbv`, beside `out`."""
+    suite_kbv = None
+    if suite is not None:
+        if kbv is None:
+            raise KbmError("a suite runs on KernelBench-Verified's eval: give its checkout")
+        suite_kbv = suite_checkout(kbv, suite, Path(str(out) + ".kbv-suite"))
+    the_plan = plan(store, kernelbench, kbv, protocols, problems, per_problem, reference, trials, suite=suite,
+                    suite_kbv=suite_kbv)
     if progress is not None:
         for name, selection in the_plan.selections.items():
             for key, why in selection.skipped.items():

@@ -38,7 +38,7 @@ class Task:
     """The submission's source text (`model_new.submission_source`)."""
     trials: int = 5
     tolerance: float | None = None
-    """KernelBench only: the fp32 tolerance to patch in (None: the eval's own)."""
+    """The fp32 tolerance to judge at, patched in where it is not the eval's own (None: the eval's own)."""
     hidden_test_path: str | None = None
     reference: str = STRICT
     """`strict-fp32`: the eval runs with TF32 off (as kbm's references); `pytorch-default`: as shipped."""
@@ -62,7 +62,7 @@ def evaluate(task: Task) -> dict[str, Any]:
     problem_src = Path(task.problem_path).read_text()
     if task.checker == checkers.KBV:
         verdict = checkers.kbv_verdict(problem_src, task.submission, task.hidden_test_path or "", task.trials,
-                                       checkout=task.checkout)
+                                       checkout=task.checkout, tolerance=task.tolerance)
     else:
         verdict = checkers.kernelbench_verdict(problem_src, task.submission, task.trials, task.tolerance,
                                                checkout=task.checkout)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from kbm_toolkit.evaluation.first_kill import Settled
 from kbm_toolkit.evaluation.plan import ProblemPlan, StoredProgress
-from kbm_toolkit.evaluation.workers import Reply, Worker
+from kbm_toolkit.evaluation.workers import Reply, Worker, follow
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.vocabulary import STOPPING_OUTCOMES, MutantStatus, RecordKind
 
@@ -128,23 +128,15 @@ class _Driver:
 
     def _follow(self, replies: Iterable[Reply]) -> str | None:
         """Handle one task's replies until it ends; its error verdict if the task raised."""
-        for reply in replies:
-            if reply.status == "item":
-                handle = self.handlers.get(reply.value["kind"])
-                if handle is not None and handle(reply.value):
-                    break
-            elif reply.status == "ok":
-                break
-            elif reply.status == "error":
-                return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
-            else:  # crash or timeout of the worker itself
-                if self.current:
-                    self._lost()
-                    self._take({"kind": RecordKind.CELL, "mutant": self.current["mutant"],
-                                "input": self.current["input"], "outcome": reply.status, "note": reply.message})
-                    self.progressed = True
-                break
-        return None
+        return follow(replies, self.handlers, self._worker_lost)
+
+    def _worker_lost(self, reply: Reply) -> None:
+        """The worker crashed or was killed for overrunning: the launch under way gets the cell."""
+        if self.current:
+            self._lost()
+            self._take({"kind": RecordKind.CELL, "mutant": self.current["mutant"],
+                        "input": self.current["input"], "outcome": reply.status, "note": reply.message})
+            self.progressed = True
 
     def _input(self, rec: dict[str, Any]) -> None:
         self.checked[rec["input"]] = ({"margin": rec["margin"], "kernel_ms": rec.get("kernel_ms")}

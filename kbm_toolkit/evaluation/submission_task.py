@@ -77,7 +77,19 @@ class _SubmissionTask:
         """(submission, model key) -> its built model, or the line saying why building it failed."""
 
     def run(self) -> Iterator[dict[str, Any]]:
-        """Every input in turn: build it and its references, then run each pending submission on it."""
+        """Every input in turn: build it and its references, then run each pending submission on it.
+
+        A CUDA error outside a submission's own launch (building an input after an earlier
+        submission's stray writes, say) yields a `poisoned` record and ends the task: a fresh
+        worker builds that input again."""
+        try:
+            yield from self._inputs()
+        except Exception as e:
+            if not cuda_error(e):
+                raise
+            yield {"kind": RecordKind.POISONED, "note": f"{type(e).__name__}: {_first_line(e)}"}
+
+    def _inputs(self) -> Iterator[dict[str, Any]]:
         for spec in self.specs:
             pending = [s for s in self.submissions if (s["id"], spec.id) not in self.done]
             if not pending:
@@ -90,10 +102,12 @@ class _SubmissionTask:
                     continue
                 if not (yield from self._load(s)):
                     continue
-                usable = yield from self._cell(s, built)
+                usable, wrote = yield from self._cell(s, built)
                 if not usable:
                     return  # the CUDA context is gone: a fresh worker resumes
-                if self._overwritten(built, s):
+                if wrote:  # what else its writes reached no checksum says: every cached model goes too
+                    self.models.clear()
+                    self.modules.clear()
                     built = yield from self._build(spec, again=True)
             self._release()
 
@@ -205,8 +219,9 @@ class _SubmissionTask:
             del self.models[next(iter(self.models))]
 
     def _cell(self, s: dict[str, Any], built: _Built) -> Records:
-        """Run submission `s` on a built input and yield its `start` and `cell` records; return False
-        after a CUDA error (with a `poisoned` record)."""
+        """Run submission `s` on a built input and yield its `start` and `cell` records; return
+        (usable, wrote): usable False after a CUDA error (with a `poisoned` record), wrote True when
+        it wrote over the input or a reference (its cell stands, with a note)."""
         import torch
 
         from kbm_toolkit.problems.tensors import set_seed
@@ -214,44 +229,42 @@ class _SubmissionTask:
         spec = built.spec
         yield {"kind": RecordKind.START, "submission": s["id"], "input": spec.id, "phase": "run"}
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "submission": s["id"], "input": spec.id}
+        wrote = False
         try:
             model = self._model(s, spec)
             if isinstance(model, str):
                 cell.update(outcome=Outcome.CRASH, note=model)
                 yield cell
-                return True
+                return True, False
             start = time.perf_counter()
             with torch.no_grad():
                 set_seed(spec.seed)
                 out = model(*built.inputs)
-            self._sync()
+            self._sync()  # an asynchronous error of its kernels surfaces here, charged to it
             cell["ms"] = (time.perf_counter() - start) * 1000
             cmp, margins = compared(out, built.ref, built.others, self.margins, self.references)
             cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs, margins=margins or None)
             if cmp.outcome is Outcome.SHAPE:
                 cell["note"] = f"output {_shape(out)}, expected {_shape(built.ref)}"
             del out
+            wrote = built.watch.changed()
+            if wrote:
+                cell["note"] = OVERWRITE_NOTE
         except torch.OutOfMemoryError as e:
             cell.update(outcome=Outcome.CRASH, note=f"OutOfMemoryError: {str(e)[:200]}")
             self.models.clear()
             self._release()
         except Exception as e:
-            cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {_first_line(e)}")
+            cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {_first_line(e)}", ms=None)
             if cuda_error(e):
                 yield cell
                 yield {"kind": RecordKind.POISONED, "submission": s["id"], "input": spec.id}
-                return False
+                return False, False
         yield cell
-        return True
+        return True, wrote
 
-    def _overwritten(self, built: _Built, s: dict[str, Any]) -> bool:
-        """Whether `s` wrote over the input or a reference; then every cached model goes too, since
-        what else its writes reached no checksum says."""
-        if not built.watch.changed():
-            return False
-        self.models.clear()
-        self.modules.clear()
-        return True
+
+OVERWRITE_NOTE = "wrote over its inputs or the reference (the input was built again for the next submission)"
 
 
 def load_class(s: dict[str, Any]) -> Any:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 from kbm_toolkit.evaluation.driver import PHASE_TIMEOUT_S
 from kbm_toolkit.evaluation.options import CELL_WARM_UP
 from kbm_toolkit.evaluation.run import sigint_sets
-from kbm_toolkit.evaluation.workers import Reply, Worker, WorkerClosed
+from kbm_toolkit.evaluation.workers import Reply, Worker, WorkerClosed, follow
 from kbm_toolkit.judging import Margin, extra_margins
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
@@ -293,19 +293,7 @@ class _Verifier:
 
     def _follow(self, replies: Iterable[Reply]) -> str | None:
         """Handle one task's replies until it ends; its error verdict if the task raised."""
-        for reply in replies:
-            if reply.status == "item":
-                handle = self.handlers.get(reply.value["kind"])
-                if handle is not None and handle(reply.value):
-                    break
-            elif reply.status == "ok":
-                break
-            elif reply.status == "error":
-                return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
-            else:  # the worker itself crashed or was killed for overrunning
-                self._lost(reply)
-                break
-        return None
+        return follow(replies, self.handlers, self._lost)
 
     def _lost(self, reply: Reply) -> None:
         """The worker died or overran: charge it to what was under way."""
@@ -323,9 +311,9 @@ class _Verifier:
                         "outcome": reply.status, "note": reply.message, "skipped": skipped})
 
     def _stop_after(self, submission: str, input_id: str) -> int:
-        """A worker lost to `submission` on `input_id` rejects it under every protocol giving that
-        input: its inputs that only those protocols give can change no verdict, and would each cost
-        a restart. Mark them done; return how many."""
+        """A worker lost to `submission` on `input_id` (dead, hung, or its CUDA context gone) rejects
+        it under every protocol giving that input: its inputs that only those protocols give can
+        change no verdict, and would each cost a restart. Mark them done; return how many."""
         rejecting = self.rejecting.setdefault(submission, set())
         rejecting |= self.plan.protocols.get(input_id, frozenset())
         needless = [i.id for i in self.plan.specs if i.id != input_id and (submission, i.id) not in self.done
@@ -357,4 +345,6 @@ class _Verifier:
 
     def _poisoned(self, rec: dict[str, Any]) -> bool:
         self.worker.retire()  # its CUDA context is gone; a warm spare takes over
+        if rec.get("submission"):  # its crash cell came just before: it costs no more restarts
+            self.emit({"kind": RecordKind.POISONED, "skipped": self._stop_after(rec["submission"], rec["input"])})
         return True

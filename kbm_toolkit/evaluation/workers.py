@@ -13,7 +13,7 @@ import multiprocessing as mp
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,26 @@ class Reply:
     """`ok`, `error` (the task raised), `crash` (the worker died) or `timeout` (it was killed)."""
     value: Any = None
     message: str = ""
+
+
+def follow(replies: Iterable[Reply], handlers: dict[str, Callable[[dict[str, Any]], bool | None]],
+           lost: Callable[[Reply], None]) -> str | None:
+    """Handle one task's streamed replies until it ends: each record by its kind's handler (True:
+    stop reading, the worker is being replaced), a worker that died or overran by `lost`; the
+    task's error line (`error: ...`) if it raised, else None."""
+    for reply in replies:
+        if reply.status == "item":
+            handle = handlers.get(reply.value["kind"])
+            if handle is not None and handle(reply.value):
+                break
+        elif reply.status == "ok":
+            break
+        elif reply.status == "error":
+            return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
+        else:  # the worker itself crashed or was killed for overrunning
+            lost(reply)
+            break
+    return None
 
 
 class WorkerClosed(Exception):

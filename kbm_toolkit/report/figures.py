@@ -14,7 +14,7 @@ from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, missing_words
 from kbm_toolkit.report.tables import html as table_html
-from kbm_toolkit.report.tables import table1, table2
+from kbm_toolkit.report.tables import submissions_table, table1, table2
 from kbm_toolkit.vocabulary import FAMILIES
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit_store, run_protocol, witnessed
@@ -117,7 +117,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     page = out / "index.html"
-    page.write_text(_html(store, audits, figures))
+    page.write_text(_html(store, audits, figures, protocols))
     return page
 
 
@@ -126,7 +126,8 @@ def _label(audit: dict[str, Any]) -> str:
     return audit["protocol"] + (" (incomplete)" if incomplete_words(audit) else "")
 
 
-def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str, list[str]]]) -> str:
+def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str, list[str]]],
+          protocols: list[Protocol]) -> str:
     e = html.escape
     parts = ["<!doctype html><meta charset='utf-8'><title>kbm report</title>",
              "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
@@ -151,6 +152,9 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
                  + table_html(table1(store, official)))
     parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"
                  + table_html(table2(audits)))
+    if store.submission_count():
+        parts.append(f"<h2>Submissions: the {store.submission_count():,} that kbm verify judged, by each protocol's "
+                     "verdict</h2>" + table_html(submissions_table(store, protocols)))
     for title, files in figures:
         parts.append(f"<h2>{e(title)}</h2><img src='{e(files[1])}' alt='{e(title)}' style='max-width:100%'>")
     return "\n".join(parts)

@@ -8,9 +8,10 @@ from typing import Any
 
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit_store
+from kbm_toolkit.analysis.submissions import NOT_CHECKED, submission_verdicts, verdict_counts
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import sample_words
-from kbm_toolkit.vocabulary import FAMILIES
+from kbm_toolkit.vocabulary import FAMILIES, Verdict
 
 
 def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -57,6 +58,13 @@ def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tup
     return ("family", "rules", "witnessed", *(f"{name} missed" for name in audits)), rows
 
 
+def submissions_table(store: Any, protocols: list[Protocol]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Per protocol, how many of the submissions `kbm verify` judged it accepts, rejects, and so on."""
+    counts = verdict_counts(submission_verdicts(store, protocols))
+    words = [*Verdict.values(), NOT_CHECKED]
+    return ("protocol", *words), [(name, *(f"{c[w]:,}" for w in words)) for name, c in counts.items()]
+
+
 def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
     """A table as Markdown, the first column left-aligned and the others right."""
     header, rows = table
@@ -81,6 +89,10 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
     matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator), sample=sample)
     audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample,
                                   judging=p.judge.with_reference(reference) if reference else None) for p in chosen}
-    return (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[chosen[0].name]))}\n\n"
+    text = (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[chosen[0].name]))}\n\n"
             f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
             f"{markdown(table2(audits))}")
+    if store.submission_count():
+        text += (f"\n\nSubmissions: the {store.submission_count():,} that `kbm verify` judged, by each protocol's "
+                 f"verdict\n\n{markdown(submissions_table(store, chosen))}")
+    return text

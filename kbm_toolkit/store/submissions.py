@@ -38,6 +38,10 @@ class Submissions(Tables):
                 "margins": margins_json(c.get("margins")), "ms": c.get("ms"), "run": run_id, "note": c.get("note"),
             } for c in cells), pk=("submission", "input"), ignore=True)
 
+    def submission_count(self) -> int:
+        """How many submissions the store holds."""
+        return self.db["submissions"].count if self.db["submissions"].exists() else 0
+
     def submission_rows(self, ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Stored submissions (those of `ids`, else all), by problem, then path."""
         rows = list(self.db.query("select * from submissions order by problem, path"))

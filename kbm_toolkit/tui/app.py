@@ -1,4 +1,5 @@
-"""The Textual app: overview, miss patterns and problems as modes; mutant lists and details pushed.
+"""The Textual app: overview, miss patterns, problems and submissions as modes; mutant lists,
+details and a submission's inputs pushed.
 
 Data comes from `kbm_toolkit.analysis.overview` in thread workers (each opens its own read-only store), so
 the UI thread never queries SQLite.
@@ -18,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from kbm_toolkit.analysis.overview import Overview, mutant_detail, overview
+from kbm_toolkit.analysis.submissions import SubmissionVerdicts, submission_verdicts, verdict_counts
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import missing_words, sample_words
 from kbm_toolkit.store import Store
@@ -221,16 +223,88 @@ class MutantScreen(Screen):
             table.add_row(r["label"], r["outcome"], margin, correct, *[r["verdicts"][p.name] for p in self.app.protocols])
 
 
+class SubmissionsScreen(Screen):
+    """The submissions `kbm verify` judged: a row each, a column a protocol; enter opens one."""
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Loading the submissions…", id="summary")
+        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        verdicts = submission_verdicts(self.app.store_view(), self.app.protocols)
+        self.app.call_from_thread(self.show, verdicts)
+
+    def show(self, verdicts: list[SubmissionVerdicts]) -> None:
+        self.verdicts = verdicts
+        counts = verdict_counts(verdicts)
+        self.query_one("#summary", Static).update(
+            f"{len(verdicts):,} submissions judged by kbm verify; "
+            + "; ".join(f"{p}: " + ", ".join(f"{n:,} {w}" for w, n in sorted(c.items())) for p, c in counts.items())
+            if verdicts else "No submissions in this store: kbm verify judges some.")
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns("problem", "submission", *[p.name for p in self.app.protocols])
+        for k, v in enumerate(verdicts):
+            s = v.submission
+            table.add_row(s["problem"], s["name"], *[_verdict(v.verdict(p.name)) for p in self.app.protocols],
+                          key=str(k))
+
+    @on(DataTable.RowSelected)
+    def open_submission(self, event: DataTable.RowSelected) -> None:
+        self.app.push_screen(SubmissionScreen(self.verdicts[int(event.row_key.value)]))
+
+
+def _verdict(word: str) -> Text:
+    return Text(word, style={"accepts": "green", "rejects": "red"}.get(word, "yellow"))
+
+
+class SubmissionScreen(Screen):
+    """One submission: every input of every protocol, its result and margin."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, verdicts: SubmissionVerdicts) -> None:
+        super().__init__()
+        self.verdicts = verdicts
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="summary")
+        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        s = self.verdicts.submission
+        words = f"{s['status'].replace('_', ' ')}: {s['note']}" if s["note"] else s["status"]
+        self.query_one("#summary", Static).update(f"[b]{s['path']}[/b]\n{s['problem']} · {words}")
+        table = self.query_one(DataTable)
+        table.add_columns("protocol", "verdict", "input", "result", "margin", "note")
+        for pv in self.verdicts.protocols:
+            table.add_row(pv.protocol, _verdict(pv.verdict), "", "", "", "")
+            for r in pv.inputs:
+                margin = "-" if r.margin is None else f"{r.margin:.2e}"
+                table.add_row("", "", r.label, r.words, margin, r.note or "")
+
+
 class KbmApp(App):
     """Browse what a store knows: read-only, keyboard-first."""
 
     CSS_PATH = "app.tcss"
     TITLE = "kbm"
-    MODES = {"overview": OverviewScreen, "patterns": PatternsScreen, "problems": ProblemsScreen}
+    MODES = {"overview": OverviewScreen, "patterns": PatternsScreen, "problems": ProblemsScreen,
+             "submissions": SubmissionsScreen}
     DEFAULT_MODE = "overview"
     BINDINGS = [Binding("o", "switch_mode('overview')", "Overview"),
                 Binding("p", "switch_mode('patterns')", "Patterns"),
                 Binding("r", "switch_mode('problems')", "Problems"),
+                Binding("s", "switch_mode('submissions')", "Submissions"),
                 Binding("q", "quit", "Quit")]
 
     def __init__(self, store_path: Path, protocols: list[Protocol]) -> None:
