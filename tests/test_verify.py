@@ -284,6 +284,8 @@ def test_cli_json_and_the_listing_read_the_same_verdicts(tmp_path: Path) -> None
     listed = json.loads(invoke("--store", store, "submissions", "-a", "fuzz", "--json").output)
     assert {Path(s["path"]).name: s["protocols"]["fuzz"]["verdict"] for s in listed} == \
         {"good.py": "accepts", "relu.py": "rejects"}
+    [run] = json.loads(invoke("--store", store, "runs", "--json").output)
+    assert (run["kind"], run["cells"]) == ("verify", 20)  # two submissions on fuzz's ten inputs
 
 
 def test_audit_and_the_tables_say_which_protocols_accept_the_submissions(tmp_path: Path) -> None:

@@ -57,9 +57,11 @@ class Runs(Tables):
         return (int(row[0]), int(row[1])) if row else None
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every run, oldest first, with how many cells and input checks it wrote."""
+        """Every run, oldest first, with how many cells (a `kbm verify` run's: submission cells) and
+        input checks it wrote."""
         return list(self.db.query(
-            "select r.*, (select count(*) from cells c where c.run = r.id) as cells, "
+            "select r.*, (select count(*) from cells c where c.run = r.id) "
+            "+ (select count(*) from submission_cells s where s.run = r.id) as cells, "
             "(select count(*) from input_checks k where k.run = r.id) as checks from runs r order by r.id"))
 
     def cell_provenance(self) -> list[dict[str, Any]]:
