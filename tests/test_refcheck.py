@@ -96,3 +96,59 @@ def test_the_shipped_audit_leaves_out_the_vacuous_softmax(protocol: str) -> None
     result = CliRunner().invoke(cli, ["--store", "@demo", "audit", "-a", protocol, "--json"])
     report = json.loads(result.stdout)
     assert "all-zeros" in report["excluded"].get("demo/2_Softmax", "")
+
+
+@pytest.mark.parametrize("exact, ref, counts", [
+    # (fp64, fp32, positions failing allclose(exact, ref, atol = rtol = t) at 1e-2 and 1e-3)
+    ([1.0, 2.0], [1.0, 2.0], {"0.01": 0, "0.001": 0}),
+    ([2.0], [2.05], {"0.01": 1, "0.001": 1}),               # 0.05 > t (1 + 2.05) at both
+    ([0.0], [0.005], {"0.01": 0, "0.001": 1}),              # within 1e-2 of zero, not 1e-3
+    ([float("inf")], [float("inf")], {"0.01": 0, "0.001": 0}),  # equal infinities pass
+    ([float("-inf")], [float("inf")], {"0.01": 1, "0.001": 1}),
+    ([float("nan")], [1.0], {"0.01": 1, "0.001": 1}),
+    ([1.0], [float("nan")], {"0.01": 1, "0.001": 1}),
+])
+def test_wrong_positions_are_counted_as_allclose_fails_them(exact, ref, counts) -> None:
+    import torch
+
+    from kbm_toolkit.evaluation.reference_check import violations
+
+    assert violations(torch.tensor(exact, dtype=torch.float64), torch.tensor(ref), [1e-3, 1e-2]) == counts
+
+
+def test_the_task_counts_wrong_positions_and_checksums_the_output(demo: ProblemSet) -> None:
+    problem = demo.get("demo/3")
+    specs = KB.specs(problem)[:2]
+    rows = list(refcheck_task({"problem": problem.record(), "specs": [s.record() for s in specs], "device": "cpu",
+                               "tolerances": [1e-2, 1e-7]}))
+    assert all(r["positions"] == 16 * 2048 and r["violations"]["0.01"] == 0 for r in rows)
+    assert all(0 < r["violations"]["1e-07"] < r["positions"] for r in rows)  # fp32 rounding, far below 1e-2
+    assert len({r["output_checksum"] for r in rows}) == 2  # two trial seeds, two outputs
+
+
+def test_an_output_that_ignores_its_input_is_flagged(tmp_path: Path) -> None:
+    from kbm_toolkit.problems.problem import Problem
+
+    path = tmp_path / "1_Constant.py"
+    path.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.w = torch.nn.Parameter(torch.randn(4, 8))\n\n"
+                    "    def forward(self, x):\n        return self.w * 2.0  # x is never read\n\n"
+                    "def get_inputs():\n    return [torch.rand(4, 8)]\n\ndef get_init_inputs():\n    return []\n")
+    problem = Problem("mine/1_Constant", "mine", 1, "Constant", path, "mine")
+    specs = KB.specs(problem)
+    checks = {r["input"]: r for r in refcheck_task({"problem": problem.record(), "device": "cpu",
+                                                     "specs": [s.record() for s in specs]})}
+    assert len({c["output_checksum"] for c in checks.values()}) == 1
+    found = flags(KB, [problem], checks)
+    assert found[problem.key] == ("input-insensitive: the reference's output is the same, bit for bit, on all 5 "
+                                  "inputs checked; a kernel that ignores its input passes")
+    one = {specs[0].id: checks[specs[0].id]}  # one input alone says nothing of insensitivity
+    assert flags(KB, [problem], one) == {}
+
+
+def test_the_fp64_flag_says_how_many_positions_are_wrong(demo: ProblemSet) -> None:
+    problem = demo.get("demo/1")
+    first = KB.specs(problem)[0]
+    checks = {first.id: {"fp64_margin": 0.05, "violations": {"0.01": 12, "0.001": 40}, "positions": 65536}}
+    assert flags(KB, [problem], checks)[problem.key] == \
+        "the reference misses its fp64 evaluation by 5.0e-02 > 0.01 (official trial 0; 12 of 65,536 positions)"

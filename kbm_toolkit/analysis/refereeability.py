@@ -1,10 +1,13 @@
-"""Can a protocol referee a problem at all? The reference's own precision and the vacuity band.
+"""Can a protocol referee a problem at all? The reference's own precision, the vacuity band, and
+an output that ignores its input.
 
-Two things make a problem useless to a checker whatever the kernel does: a reference that misses
-its own fp64 evaluation by more than the tolerance (two correct fp32 kernels then disagree), and
-an output so small that an all-zeros kernel passes (max |ref| <= t: allclose(0, ref) holds). The
-first is measured on a GPU by `kbm refcheck` (`evaluation.reference_check`); the second needs
-only the reference magnitudes every evaluation stores. The audit leaves flagged problems out.
+Three things make a problem useless to a checker whatever the kernel does: a reference that
+misses its own fp64 evaluation by more than the tolerance (two correct fp32 kernels then
+disagree), an output so small that an all-zeros kernel passes (max |ref| <= t: allclose(0, ref)
+holds), and an output that is the same, bit for bit, on every input (a kernel that ignores its
+input passes). The first and the last are measured by `kbm refcheck`
+(`evaluation.reference_check`); the second needs only the reference magnitudes every evaluation
+stores. The audit leaves flagged problems out.
 """
 
 from __future__ import annotations
@@ -13,6 +16,15 @@ from typing import Any, Iterable
 
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.protocols.protocol import Protocol
+
+
+def wrong_positions(check: dict[str, Any], tolerance: float) -> tuple[int, int] | None:
+    """(positions the fp32 reference gets wrong against fp64 at `tolerance`, positions) from a
+    stored reference check, where it counted them at that tolerance; None where it did not."""
+    counted = check.get("violations") or {}
+    if f"{tolerance:g}" not in counted or check.get("positions") is None:
+        return None
+    return int(counted[f"{tolerance:g}"]), int(check["positions"])
 
 
 def flags(protocol: Protocol, problems: Iterable[Problem], checks: dict[str, dict[str, Any]],
@@ -37,10 +49,18 @@ def flags(protocol: Protocol, problems: Iterable[Problem], checks: dict[str, dic
             specs = protocol.specs(problem)
         except Exception:  # a problem the protocol cannot describe is reported elsewhere
             continue
-        worst = max(((checks[s.id].get("fp64_margin") or 0.0, s.label) for s in specs if s.id in checks),
-                    default=None)
+        worst = max(((checks[s.id].get("fp64_margin") or 0.0, s.label, checks[s.id]) for s in specs if s.id in checks),
+                    default=None, key=lambda w: w[:2])
         if worst is not None and worst[0] > t:
-            out[problem.key] = f"the reference misses its fp64 evaluation by {worst[0]:.1e} > {t:g} ({worst[1]})"
+            wrong = wrong_positions(worst[2], t)
+            out[problem.key] = (f"the reference misses its fp64 evaluation by {worst[0]:.1e} > {t:g} ({worst[1]}"
+                                + (f"; {wrong[0]:,} of {wrong[1]:,} positions" if wrong else "") + ")")
+            continue
+        sums = {checks[s.id]["output_checksum"] for s in specs if (checks.get(s.id) or {}).get("output_checksum")}
+        checked = sum(1 for s in specs if (checks.get(s.id) or {}).get("output_checksum"))
+        if checked > 1 and len(sums) == 1:
+            out[problem.key] = (f"input-insensitive: the reference's output is the same, bit for bit, on all "
+                                f"{checked} inputs checked; a kernel that ignores its input passes")
             continue
         magnitudes = [m for s in specs
                       for m in ((stored.get(s.id) or {}).get("ref_abs_max"), (checks.get(s.id) or {}).get("ref_abs_max"))

@@ -126,8 +126,9 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
 
     Evaluates each problem's reference in fp32 and in fp64 on the protocol's inputs (on the GPU
     when there is one, else on the CPU) and flags problems whose fp32 reference misses fp64 by more
-    than the tolerance, and problems whose output is within the tolerance of zero on every input
-    (an all-zeros kernel passes). `kbm audit` leaves flagged problems out of its scores and lists
+    than the tolerance (with how many output positions it gets wrong at that tolerance), problems
+    whose output is within the tolerance of zero on every input (an all-zeros kernel passes), and
+    problems whose output is the same, bit for bit, on every input (it ignores its input). `kbm audit` leaves flagged problems out of its scores and lists
     them. A problem whose reference raises is an error, not `ok`: nothing was checked there (exit
     3). Checks already stored are kept, so the command resumes.
 
@@ -147,8 +148,9 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
         click.echo(f"{protocol.name} at {protocol.tolerance:g}, references in fp32 against fp64 on the "
                    f"{result.device.upper()}:")
         for r in result.rows:
+            wrong = f", {r.wrong:,} of {r.positions:,} positions wrong" if r.wrong is not None else ""
             click.echo(f"{r.verdict:<5} {r.problem:<48} " + (r.raised if r.verdict == "error" else
-                       f"{r.inputs} inputs, fp64 margin {r.worst_fp64_margin:.1e}, max |ref| {r.largest_ref:.1e}"
+                       f"{r.inputs} inputs, fp64 margin {r.worst_fp64_margin:.1e}{wrong}, max |ref| {r.largest_ref:.1e}"
                        + (f": {r.flag}" if r.verdict == "flag" else "")))
         flagged = sum(r.verdict == "flag" for r in result.rows)
         click.echo(f"{flagged} of {len(result.rows)} problems cannot be refereed by {protocol.name}; "

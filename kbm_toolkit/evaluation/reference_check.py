@@ -1,6 +1,9 @@
 """`kbm refcheck`: each problem's fp32 reference against its own fp64 evaluation, in a worker.
 
-What makes a problem unrefereeable (`analysis.refereeability`) is decided from what this stores.
+Per input: the worst margin, how many output positions the fp32 reference gets wrong against
+fp64 at each installed protocol's tolerance, and a checksum of its output (the same output on
+every input: the problem ignores its input). What makes a problem unrefereeable
+(`analysis.refereeability`) is decided from what this stores.
 """
 
 from __future__ import annotations
@@ -8,24 +11,47 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from kbm_toolkit.analysis.refereeability import flags
+from kbm_toolkit.analysis.refereeability import flags, wrong_positions
 from kbm_toolkit.evaluation import device as devices
 from kbm_toolkit.evaluation.driver import PHASE_TIMEOUT_S
 from kbm_toolkit.evaluation.workers import Worker
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.protocols.registry import all_protocols
 from kbm_toolkit.vocabulary import RunKind
 
 TARGET = "kbm_toolkit.evaluation.reference_check:refcheck_task"
 RAISED = "reference raised"
 """How a stored check whose reference raised begins its note: reported as an error, and tried again."""
+NOT_FLOATING = "reference output is not a floating tensor"
+"""How a stored check of an exact (integer) output begins its note: nothing more to measure there."""
+TOLERANCES = (1e-2, 1e-3, 1e-4)
+"""Tolerances the positions are counted at when a task names none: those of kbm's built-in protocols."""
+
+
+def violations(exact: Any, ref: Any, tolerances: Any) -> dict[str, int]:
+    """Per tolerance t: the output positions where allclose(exact, ref, atol = rtol = t) fails
+    (|exact - ref| > t (1 + |ref|), the candidate being the fp32 reference), non-finite
+    mismatches included."""
+    import torch
+
+    ref64 = ref.double()
+    # a NaN or a mismatched infinity fails at every tolerance, equal infinities at none: counted apart
+    special = torch.isinf(exact) | torch.isinf(ref64) | torch.isnan(exact) | torch.isnan(ref64)
+    always = int((special & ~(exact == ref64)).sum())
+    diff = (exact - ref64).abs_().masked_fill_(special, 0.0)
+    scale = ref64.abs_().add_(1)  # in place: outputs of gigabytes are checked too
+    return {f"{t:g}": int((diff > scale * t).sum()) + always for t in sorted(tolerances, reverse=True)}
 
 
 def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Yield, per input spec, the fp32 reference's margin against its fp64 evaluation and max |ref|."""
+    """Yield, per input spec, the fp32 reference's margin against its fp64 evaluation, max |ref|,
+    the positions it misses fp64 at at each of `tolerances` (allclose, atol = rtol), and the
+    checksum of its output."""
     import torch
 
+    from kbm_toolkit.cuda.checksum import Watch
     from kbm_toolkit.cuda.reference import in_fp64, run_fp64, run_reference, strict_fp32_references
     from kbm_toolkit.cuda.comparison import compare
 
@@ -44,14 +70,16 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield row
             continue
         if not isinstance(ref, torch.Tensor) or not ref.is_floating_point():
-            row["note"] = "reference output is not a floating tensor: exact, nothing to check"
+            row["note"] = f"{NOT_FLOATING}: exact, nothing to check"
             yield row
             continue
         if spec.model_key not in doubles:
             doubles[spec.model_key] = in_fp64(model)
         exact = run_fp64(doubles[spec.model_key], inputs)
         cmp = compare(exact, ref.double())
-        row.update(fp64_margin=cmp.margin, ref_abs_max=float(ref.abs().max()) if ref.numel() else 0.0)
+        row.update(fp64_margin=cmp.margin, ref_abs_max=float(ref.abs().max()) if ref.numel() else 0.0,
+                   positions=ref.numel(), output_checksum=f"{Watch([ref]).sums[0]:016x}" if ref.numel() else "",
+                   violations=violations(exact, ref, task.get("tolerances", TOLERANCES)))
         if cmp.outcome.value != "pass":
             row["note"] = f"the fp32 reference is {cmp.outcome.value} where fp64 is not"
         yield row
@@ -62,8 +90,11 @@ def check_references(store: Any, problems: list[Problem], protocol: Protocol, en
     """Store the reference checks `protocol`'s inputs lack, in a worker; return problems that failed."""
     device = "cuda" if env.get("cuda") else "cpu"
     run_id = store.start_run(RunKind.REFCHECK, env)
-    # a reference that raised may have been fixed since (a package installed, the file edited)
-    done = {i for i, r in store.reference_checks().items() if not (r["note"] or "").startswith(RAISED)}
+    # checked again: a reference that raised (a package installed since, the file edited), and a
+    # check from before refcheck counted positions and took checksums
+    done = {i for i, r in store.reference_checks().items()
+            if (r["note"] or "").startswith(NOT_FLOATING) or r["violations"] is not None}
+    tolerances = sorted({p.tolerance for p in all_protocols()} | {protocol.tolerance})
     failed: dict[str, str] = {}
     with Worker(TARGET) as worker:
         for problem in problems:
@@ -72,8 +103,8 @@ def check_references(store: Any, problems: list[Problem], protocol: Protocol, en
                 continue
             store.record_problem(problem)
             store.record_inputs(specs, protocol.name)
-            task = {"problem": problem.record(),
-                    "specs": [s.record() for s in specs], "device": device}
+            task = {"problem": problem.record(), "specs": [s.record() for s in specs], "device": device,
+                    "tolerances": tolerances}
             for reply in worker.stream(task, timeout=PHASE_TIMEOUT_S):
                 if reply.status == "item":
                     store.record_reference_check(run_id, reply.value)
@@ -96,6 +127,11 @@ class RefcheckRow:
     """Why the protocol cannot referee the problem ("" when it can)."""
     raised: str = ""
     """What the reference raised, on how many of the inputs ("" when it ran on every one)."""
+    wrong: int | None = None
+    """Output positions the fp32 reference gets wrong against fp64 at the protocol's tolerance, on
+    its worst input (None: no check counted them)."""
+    positions: int | None = None
+    """The output positions of that input."""
 
     @property
     def verdict(self) -> str:
@@ -124,7 +160,10 @@ def refcheck(store: Any, problems: list[Problem], protocol: Protocol) -> Refchec
     for problem in problems:
         mine = [checks[s.id] for s in protocol.specs(problem) if s.id in checks]
         raised = [r["note"] for r in mine if (r["note"] or "").startswith(RAISED)]
+        counted = [c for c in (wrong_positions(r, protocol.tolerance) for r in mine) if c is not None]
+        worst = max(counted, default=None)
         rows.append(RefcheckRow(problem.key, len(mine), max((r["fp64_margin"] or 0.0 for r in mine), default=0.0),
                                 max((r["ref_abs_max"] or 0.0 for r in mine), default=0.0), flagged.get(problem.key, ""),
-                                f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)" if raised else ""))
+                                f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)" if raised else "",
+                                *(worst or (None, None))))
     return Refcheck(protocol, "cuda" if env.get("cuda") else "cpu", rows, stopped)

@@ -185,3 +185,13 @@ def m015_submissions(db: sqlite_utils.Database) -> None:
         "ms": float, "run": int, "note": str,
     }, pk=("submission", "input"), foreign_keys=[("submission", "submissions", "id"), ("input", "inputs", "id"),
                                                  ("run", "runs", "id")])
+
+
+@migration
+def m016_reference_violations(db: sqlite_utils.Database) -> None:
+    # kbm refcheck: how many output positions the fp32 reference gets wrong against fp64 at each
+    # tolerance ({"0.01": n, ...} of `positions`), and a checksum of its output, so a problem whose
+    # output is the same on every input (it ignores the input) is found; NULL for checks made before
+    db["reference_checks"].add_column("violations", str)
+    db["reference_checks"].add_column("positions", int)
+    db["reference_checks"].add_column("output_checksum", str)
