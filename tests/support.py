@@ -237,3 +237,33 @@ class FakeEntryPoint:
 
     def load(self) -> object:
         return self._target
+
+
+def hidden_source(configs: list[tuple[str, str, str]], extra: str = "", copy: str = "1_Tiny.py") -> str:
+    """A hidden test file in the form KBV's generator writes (kbm's own wording)."""
+    body = "".join(f"    # {dist}: {words}\n    configs.append({call})\n" for dist, words, call in configs)
+    return f'''"""Hidden inputs for a test problem."""
+import importlib.util
+import os
+
+import torch
+
+_PROB_PATH = os.path.abspath(os.path.join(os.path.dirname(__file__), '../../KernelBench/level1/{copy}'))
+
+
+def _get_inputs():
+    spec = importlib.util.spec_from_file_location('_p', _PROB_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.get_inputs()
+
+
+def _scale(inputs, factor):
+    return [t * factor if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+
+
+def get_hidden_inputs():
+    """The hidden configs."""
+    configs = []
+{body}{extra}    return configs
+'''

@@ -25,7 +25,7 @@ from kbm_toolkit.protocols import builtin
 from kbm_toolkit.protocols.protocol import Protocol, load_protocols, protocol_toml
 from kbm_toolkit.store.shipped import open_shipped
 
-from support import KBV_CHECKOUT, KERNELBENCH
+from support import KBV_CHECKOUT, KERNELBENCH, hidden_source
 
 HAS_KBV = (KBV_CHECKOUT / "hidden_tests" / "level1").is_dir()
 needs_kbv = pytest.mark.skipif(not HAS_KBV, reason=f"needs a KernelBench-Verified checkout at {KBV_CHECKOUT}")
@@ -68,34 +68,6 @@ PATTERNED = '''    # D5: alternating signs
 '''
 
 
-def hidden_source(configs: list[tuple[str, str, str]], extra: str = "", copy: str = "1_Tiny.py") -> str:
-    """A hidden test file in the form KBV's generator writes (kbm's own wording)."""
-    body = "".join(f"    # {dist}: {words}\n    configs.append({call})\n" for dist, words, call in configs)
-    return f'''"""Hidden inputs for a test problem."""
-import importlib.util
-import os
-
-import torch
-
-_PROB_PATH = os.path.abspath(os.path.join(os.path.dirname(__file__), '../../KernelBench/level1/{copy}'))
-
-
-def _get_inputs():
-    spec = importlib.util.spec_from_file_location('_p', _PROB_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_inputs()
-
-
-def _scale(inputs, factor):
-    return [t * factor if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
-
-
-def get_hidden_inputs():
-    """The hidden configs."""
-    configs = []
-{body}{extra}    return configs
-'''
 
 
 def fake_checkout(root: Path, source: str, filtered: object | None = None) -> tuple[Path, Problem]:

@@ -25,7 +25,7 @@ from kbm_toolkit.problems.tensors import spec_inputs
 from kbm_toolkit.protocols.protocol import load_protocols
 from kbm_toolkit.store import Store
 
-from support import KBV_CHECKOUT
+from support import KBV_CHECKOUT, hidden_source
 
 needs_kbv = pytest.mark.skipif(not (KBV_CHECKOUT / "KernelBench" / "level1").is_dir(),
                                reason=f"needs a KernelBench-Verified checkout at {KBV_CHECKOUT}")
@@ -87,36 +87,8 @@ def get_init_inputs():
 '''
 
 # KBV's published form of a hidden test file, in kbm's own words
-PUBLISHED = '''"""Hidden configs of a test problem."""
-import importlib.util
-import os
-
-import torch
-
-_PROB_PATH = os.path.abspath(os.path.join(os.path.dirname(__file__), '../../KernelBench/level1/1_Gather.py'))
-
-
-def _get_inputs():
-    spec = importlib.util.spec_from_file_location('_p', _PROB_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.get_inputs()
-
-
-def _scale(inputs, factor):
-    return [t * factor if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
-
-
-def get_hidden_inputs():
-    configs = []
-    # D1: as drawn
-    configs.append(_get_inputs())
-    # D2: tripled
-    configs.append(_scale(_get_inputs(), 3.0))
-    # D3: negated
-    configs.append(_scale(_get_inputs(), -1.0))
-    return configs
-'''
+PUBLISHED = hidden_source([("D1", "as drawn", "_get_inputs()"), ("D2", "tripled", "_scale(_get_inputs(), 3.0)"),
+                           ("D3", "negated", "_scale(_get_inputs(), -1.0)")], copy="1_Gather.py")
 
 HEADER = "# Copyright (c) Somebody Else. All rights reserved.\n#\n# A licence line.\n\n"
 
