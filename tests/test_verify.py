@@ -34,6 +34,9 @@ SUBMISSIONS = {
                         "    def forward(self, x):\n        return torch.nn.functional.leaky_relu(x, self.slope)\n",
     # ReLU: right wherever x >= 0, which is every official input (torch.rand); wrong on fuzz's signs
     "relu.py": HEADER + "    def forward(self, x):\n        return torch.relu(x)\n",
+    # right, but it zeroes its input afterwards: the next submission (relu.py) must get it whole again
+    "inplace.py": HEADER + "    def forward(self, x):\n        y = torch.nn.functional.leaky_relu(x, 0.01)\n"
+                           "        x.zero_()\n        return y\n",
     "shape.py": HEADER + "    def forward(self, x):\n        return x[..., :-1]\n",
     "raises.py": HEADER + "    def forward(self, x):\n        raise RuntimeError('boom')\n",
     "crash.py": HEADER + "    def forward(self, x):\n        os.abort()\n",
@@ -125,6 +128,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict, objec
 @pytest.mark.parametrize("name, kernelbench, fuzz", [
     ("good.py", Verdict.ACCEPTS, Verdict.ACCEPTS),
     ("relu.py", Verdict.ACCEPTS, Verdict.REJECTS),   # the official inputs are never negative
+    ("inplace.py", Verdict.ACCEPTS, Verdict.ACCEPTS),
     ("shape.py", Verdict.REJECTS, Verdict.REJECTS),
     ("raises.py", Verdict.REJECTS, Verdict.REJECTS),
     ("crash.py", Verdict.REJECTS, Verdict.REJECTS),
@@ -149,6 +153,15 @@ def test_wrong_values_fail_only_the_inputs_that_show_them(judged) -> None:
     assert all(r.outcome == Outcome.PASS and r.margin > 0.01 and r.words == "fail" for r in fuzz.failed)
     official = [r for r in fuzz.inputs if r.label.startswith("official")]
     assert len(official) == 5 and all(r.passed and r.margin == 0.0 for r in official)
+
+
+def test_a_write_over_the_input_is_noted_and_the_input_built_again(judged) -> None:
+    from kbm_toolkit.evaluation.submission_task import OVERWRITE_NOTE
+
+    _, verdicts, _ = judged
+    inputs = [r for p in verdicts["inplace.py"].protocols for r in p.inputs]
+    assert inputs and all(r.passed and r.note == OVERWRITE_NOTE for r in inputs)
+    assert all(r.note is None for p in verdicts["relu.py"].protocols for r in p.inputs)  # judged after it, on whole inputs
 
 
 @pytest.mark.parametrize("name, outcome, note", [

@@ -96,14 +96,10 @@ def _device_env(device: str) -> dict:
     """What the run records of where it ran; NoDevice when CUDA is asked for and none is visible."""
     if device == "cpu":
         return {"device": "cpu"}
-    from kbm_toolkit.errors import NoDevice
-    from kbm_toolkit.evaluation.device import describe_device
+    from kbm_toolkit.evaluation.device import require_cuda
 
-    env = describe_device()
-    if not env.get("cuda"):
-        raise NoDevice("kbm verify runs submissions on a CUDA device and none is visible "
-                       "(--device cpu runs plain-torch submissions on the CPU)")
-    return env
+    return require_cuda("kbm verify runs submissions on a CUDA device and none is visible "
+                        "(--device cpu runs plain-torch submissions on the CPU)")
 
 
 def _exit_code(verdicts: list, problems: dict[str, str]) -> ExitCode:

@@ -111,7 +111,7 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 @dataclass
-class _Built:
+class Built:
     """A valid input, built: the model, its inputs and references, and their checksums."""
 
     model: Any
@@ -123,14 +123,16 @@ class _Built:
     """`cuda.checksum.Watch` over the inputs, the model's weights and buffers, and the references."""
 
     @classmethod
-    def watched(cls, model: Any, inputs: list[Any], ref: Any, others: dict[str, Any]) -> "_Built":
-        """The built input, with the checksums of everything a mutant must leave as it found it."""
+    def watched(cls, model: Any, inputs: list[Any], ref: Any, others: dict[str, Any]) -> "Built":
+        """The built input, with the checksums of everything a kernel must leave as it found it (the
+        tensors on the reference's device: the GPU's, or the CPU's where `kbm verify` runs there)."""
         import torch
 
         from kbm_toolkit.cuda.checksum import Watch
 
         state = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
-        tensors = [t for t in (*inputs, ref, *others.values(), *state) if isinstance(t, torch.Tensor) and t.is_cuda]
+        tensors = [t for t in (*inputs, ref, *others.values(), *state)
+                   if isinstance(t, torch.Tensor) and t.device == ref.device]
         return cls(model, inputs, ref, others, Watch(tensors))
 
     def overwritten(self) -> bool:
@@ -143,7 +145,7 @@ OVERWRITE_NOTE = "wrote over its input, a weight or the reference (worker replac
 restored from copies a stray write could reach too (`Store.overwrite_suspects`)."""
 
 
-def _compared_bytes(out: Any, built: _Built) -> int:
+def _compared_bytes(out: Any, built: Built) -> int:
     """Bytes a cell's comparisons read: the output and the reference, once per reference compared."""
     import torch
 
@@ -306,7 +308,7 @@ class _CellTask:
         built = None
         if check["valid"]:
             start = time.perf_counter()
-            built = _Built.watched(model, inputs, ref, others)
+            built = Built.watched(model, inputs, ref, others)
             check["build_ms"] += (time.perf_counter() - start) * 1000
         yield check
         if built is not None and self.settled is not None:
@@ -360,7 +362,7 @@ class _CellTask:
                      max_abs=cmp.max_abs, kernel_ms=(time.perf_counter() - start) * 1000, margins=margins)
         return found
 
-    def _cell(self, m: dict[str, Any], spec: InputSpec, built: _Built) -> Records:
+    def _cell(self, m: dict[str, Any], spec: InputSpec, built: Built) -> Records:
         """Run mutant `m` on a built input and yield its `start` and `cell` records; return False
         after a CUDA error or a write over what it must leave as it found it (with a `poisoned`
         record: the task stops, and a fresh worker resumes it)."""
@@ -388,7 +390,7 @@ class _CellTask:
         yield cell
         return True
 
-    def _launch(self, m: dict[str, Any], built: _Built, cell: dict[str, Any]) -> bool:
+    def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any]) -> bool:
         """Load mutant `m`, launch it and compare its output, into `cell`; False where a CUDA error
         left the context unusable."""
         import torch

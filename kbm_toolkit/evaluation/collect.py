@@ -17,25 +17,16 @@ BATCH_CELLS = 256
 """Cells committed at once at most; a batch is also committed after a second, or when the stream is quiet."""
 
 
-class Collector:
-    """Takes the records of one run, kind by kind: cells are batched, checks, quarantines and
-    verdicts written at once, and every record's milliseconds charged to its part of the run."""
+class Committer:
+    """The main thread's side of a run whose worker threads report `(problem, record)` pairs: it
+    takes each (`take`) and commits cells in batches (`flush`), the store's only writer."""
 
-    def __init__(self, store: Any, run_id: int, summary: RunSummary, options: RunOptions,
-                 hashes: dict[str, str], count: int) -> None:
-        self.store, self.run_id, self.summary, self.options = store, run_id, summary, options
-        self.hashes = hashes
-        """Problem -> its substrate's hash, which its input checks are stored under."""
+    def __init__(self, count: int, on_progress: Callable[[int, int], None] | None) -> None:
         self.count = count
         """Cells done: stored before the run, or received since."""
         self.batch: list[dict[str, Any]] = []
         """Cells received, not committed yet."""
-        self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
-        """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
-        self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
-            RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
-            RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
-            RecordKind.PROBLEM: self._problem}
+        self.on_progress = on_progress
 
     def follow(self, results: queue.Queue, threads: list[threading.Thread], stop: threading.Event,
                total: int) -> None:
@@ -54,8 +45,34 @@ class Collector:
             if self.batch and (len(self.batch) >= BATCH_CELLS or time.monotonic() - last_flush > 1.0 or rec is None):
                 self.flush()
                 last_flush = time.monotonic()
-            if self.options.on_progress:
-                self.options.on_progress(self.count, total)
+            if self.on_progress:
+                self.on_progress(self.count, total)
+
+    def take(self, key: str, rec: dict[str, Any]) -> None:  # pragma: no cover - overridden
+        """Handle one record of problem `key`."""
+        raise NotImplementedError
+
+    def flush(self) -> None:  # pragma: no cover - overridden
+        """Commit the cells received so far."""
+        raise NotImplementedError
+
+
+class Collector(Committer):
+    """Takes the records of one run, kind by kind: cells are batched, checks, quarantines and
+    verdicts written at once, and every record's milliseconds charged to its part of the run."""
+
+    def __init__(self, store: Any, run_id: int, summary: RunSummary, options: RunOptions,
+                 hashes: dict[str, str], count: int) -> None:
+        super().__init__(count, options.on_progress)
+        self.store, self.run_id, self.summary, self.options = store, run_id, summary, options
+        self.hashes = hashes
+        """Problem -> its substrate's hash, which its input checks are stored under."""
+        self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
+        """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
+        self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
+            RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
+            RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
+            RecordKind.PROBLEM: self._problem}
 
     def take(self, key: str, rec: dict[str, Any]) -> None:
         """Handle one record of problem `key`."""

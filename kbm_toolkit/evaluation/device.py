@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbm_toolkit.errors import NoDevice
 from kbm_toolkit.evaluation.gate import GATE_WORKER
 from kbm_toolkit.evaluation.workers import Worker
 
@@ -13,3 +14,11 @@ def describe_device() -> dict[str, Any]:
     with Worker(GATE_WORKER) as probe:  # the gate's worker also describes the device it sees
         reply = probe.run({"op": "describe"}, timeout=120)
     return reply.value if reply.status == "ok" else {"cuda": False}
+
+
+def require_cuda(why: str) -> dict[str, Any]:
+    """What a GPU worker sees (`describe_device`); NoDevice with the line `why` when it sees none."""
+    env = describe_device()
+    if not env.get("cuda"):
+        raise NoDevice(why)
+    return env

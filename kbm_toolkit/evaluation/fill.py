@@ -116,11 +116,8 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
 
 def _gpu_here() -> dict[str, Any]:
     """The device `kbm run` evaluates on; NoDevice when none is visible."""
-    env = device.describe_device()
-    if not env.get("cuda"):
-        raise NoDevice("kbm run evaluates mutants on a GPU and none is visible; "
-                       "reports (kbm audit) work from the store without one")
-    return env
+    return device.require_cuda("kbm run evaluates mutants on a GPU and none is visible; "
+                               "reports (kbm audit) work from the store without one")
 
 
 def _placement(request: RunRequest) -> tuple[dict[str, Any], dict[str, Any]]:

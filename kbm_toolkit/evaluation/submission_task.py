@@ -9,8 +9,9 @@ of its own); its model is built as KernelBench builds it: `get_init_inputs()` an
 inputs that share its shapes. Before each forward, the reference's and the submission's, the
 input's seed is set again, as KernelBench's trials do.
 
-After each submission, checksums (`cuda.checksum`, one read each) say whether it wrote over its
-inputs or the references: its cell stands with a note, and the input is built again before the
+After each submission, checksums (`cuda.checksum`, one read each, as the kill matrix takes them:
+`cell_task.Built`) say whether it wrote over its inputs, the references or the reference model's
+weights: its cell stands with a note, and the input is built again before the
 next submission, with every cached model. A CUDA error poisons the context: the task yields a
 `poisoned` record and stops, and the parent resumes in a fresh worker.
 """
@@ -21,7 +22,7 @@ import linecache
 import time
 from typing import Any, Generator, Iterator
 
-from kbm_toolkit.evaluation.cell_task import compared, cuda_error, other_references, unusable
+from kbm_toolkit.evaluation.cell_task import Built, compared, cuda_error, other_references, unusable
 from kbm_toolkit.judging import STRICT, Margin
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
@@ -39,18 +40,6 @@ def submission_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Yield `input`, `start`, `loaded`, `cell` and `poisoned` records for every (submission, input)
     pair of the task not in `done`, input after input."""
     yield from _SubmissionTask(task).run()
-
-
-class _Built:
-    """An input, built: its inputs, references and the checksums of everything a submission must leave alone."""
-
-    def __init__(self, spec: InputSpec, inputs: list[Any], ref: Any, others: dict[str, Any], ref_ms: float) -> None:
-        import torch
-
-        from kbm_toolkit.cuda.checksum import Watch
-
-        self.spec, self.inputs, self.ref, self.others, self.ref_ms = spec, inputs, ref, others, ref_ms
-        self.watch = Watch([t for t in (*inputs, ref, *others.values()) if isinstance(t, torch.Tensor)])
 
 
 class _SubmissionTask:
@@ -102,7 +91,7 @@ class _SubmissionTask:
                     continue
                 if not (yield from self._load(s)):
                     continue
-                usable, wrote = yield from self._cell(s, built)
+                usable, wrote = yield from self._cell(s, spec, built)
                 if not usable:
                     return  # the CUDA context is gone: a fresh worker resumes
                 if wrote:  # what else its writes reached no checksum says: every cached model goes too
@@ -163,7 +152,7 @@ class _SubmissionTask:
             yield record
         if why:
             return why
-        return _Built(spec, inputs, ref, others, ref_ms)
+        return Built.watched(model, inputs, ref, others)
 
     def _load(self, s: dict[str, Any]) -> Records:
         """Execute the submission's file once per task and take its `ModelNew`; yield `start`
@@ -218,7 +207,7 @@ class _SubmissionTask:
         while len(self.models) > 1 and sum(map(_bytes, self.models.values())) > MODEL_BYTES:
             del self.models[next(iter(self.models))]
 
-    def _cell(self, s: dict[str, Any], built: _Built) -> Records:
+    def _cell(self, s: dict[str, Any], spec: InputSpec, built: Built) -> Records:
         """Run submission `s` on a built input and yield its `start` and `cell` records; return
         (usable, wrote): usable False after a CUDA error (with a `poisoned` record), wrote True when
         it wrote over the input or a reference (its cell stands, with a note)."""
@@ -226,7 +215,6 @@ class _SubmissionTask:
 
         from kbm_toolkit.problems.tensors import set_seed
 
-        spec = built.spec
         yield {"kind": RecordKind.START, "submission": s["id"], "input": spec.id, "phase": "run"}
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "submission": s["id"], "input": spec.id}
         wrote = False
@@ -247,7 +235,7 @@ class _SubmissionTask:
             if cmp.outcome is Outcome.SHAPE:
                 cell["note"] = f"output {_shape(out)}, expected {_shape(built.ref)}"
             del out
-            wrote = built.watch.changed()
+            wrote = built.overwritten()
             if wrote:
                 cell["note"] = OVERWRITE_NOTE
         except torch.OutOfMemoryError as e:
@@ -264,7 +252,8 @@ class _SubmissionTask:
         return True, wrote
 
 
-OVERWRITE_NOTE = "wrote over its inputs or the reference (the input was built again for the next submission)"
+OVERWRITE_NOTE = ("wrote over its inputs, the reference or the reference model's weights (the input was built "
+                  "again for the next submission)")
 
 
 def load_class(s: dict[str, Any]) -> Any:

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from kbm_toolkit.evaluation.collect import Committer
 from kbm_toolkit.evaluation.driver import PHASE_TIMEOUT_S
 from kbm_toolkit.evaluation.options import CELL_WARM_UP
 from kbm_toolkit.evaluation.run import sigint_sets
@@ -34,10 +35,6 @@ SUBMISSION_TASK = "kbm_toolkit.evaluation.submission_task:submission_task"
 
 LOAD_TIMEOUT_S = 900.0
 """How long executing a submission's file may take: an inline CUDA extension compiles with nvcc."""
-
-BATCH_CELLS = 256
-"""Cells committed at once at most; a batch is also committed after a second."""
-
 
 def run_deadline_s(ref_ms: float | None) -> float:
     """How long a submission may take on one input, its model's construction included: 50x the
@@ -140,22 +137,22 @@ def _plan(store: Any, problem: Problem, submissions: list[Submission], protocols
     ready = {r["id"] for r in store.submission_rows(s.id for s in submissions)
              if r["status"] == SubmissionStatus.READY}
     runnable = [s for s in submissions if s.id in ready]
-    given = {i.id: frozenset(p.name for p in protocols if i.id in {s.id for s in p.specs(problem)}) for i in specs}
+    ids = {p.name: {s.id for s in p.specs(problem)} for p in protocols}
+    given = {i.id: frozenset(name for name, mine in ids.items() if i.id in mine) for i in specs}
     return _Plan(problem, specs, runnable, set(store.submission_cells(s.id for s in runnable)), given)
 
 
-class _Run:
+class _Run(Committer):
     """One verification under way: a thread per worker drives problems, the main thread commits."""
 
     def __init__(self, store: Any, summary: VerifySummary, plans: list[_Plan], margins: list[Margin],
                  options: VerifyOptions) -> None:
+        super().__init__(0, options.on_progress)
         self.store, self.summary, self.plans, self.margins, self.options = store, summary, plans, margins, options
         self.results: queue.Queue = queue.Queue()
         self.work: queue.Queue = queue.Queue()
         self.stop = threading.Event()
-        self.batch: list[dict[str, Any]] = []
         self.total = sum(p.pairs() for p in plans)
-        self.count = 0
 
     def go(self) -> None:
         """Drive every plan to its end; on SIGINT or an error, stop cleanly, then re-raise."""
@@ -172,9 +169,9 @@ class _Run:
             with sigint_sets(self.stop):
                 for t in threads:
                     t.start()
-                self._follow(threads)
+                self.follow(self.results, threads, self.stop, self.total)
         finally:
-            self._flush()
+            self.flush()
             self.summary.restarts = sum(w.restarts for w in workers)
             self.stop.set()
             closing = [threading.Thread(target=w.close) for w in workers]
@@ -197,25 +194,8 @@ class _Run:
                 return
             self.results.put((key, {"kind": RecordKind.PROBLEM, "verdict": verdict}))
 
-    def _follow(self, threads: list[threading.Thread]) -> None:
-        """Commit what the threads report until every one has ended and nothing is left."""
-        last = time.monotonic()
-        while any(t.is_alive() for t in threads) or not self.results.empty():
-            if self.stop.is_set():
-                raise KeyboardInterrupt
-            try:
-                key, rec = self.results.get(timeout=0.5)
-            except queue.Empty:
-                key, rec = None, None
-            if rec is not None:
-                self._take(key, rec)
-            if self.batch and (len(self.batch) >= BATCH_CELLS or time.monotonic() - last > 1.0 or rec is None):
-                self._flush()
-                last = time.monotonic()
-            if self.options.on_progress:
-                self.options.on_progress(self.count, self.total)
-
-    def _take(self, key: str, rec: dict[str, Any]) -> None:
+    def take(self, key: str, rec: dict[str, Any]) -> None:
+        """Handle one record of problem `key`: cells batched, loading verdicts and problems at once."""
         kind = rec["kind"]
         self.count += rec.pop("skipped", 0)  # pairs that will never run count as done, for the progress bar
         if kind == RecordKind.CELL:
@@ -226,12 +206,13 @@ class _Run:
             self.store.set_submission_status(rec["submission"], status, rec.get("note"), self.summary.run,
                                              rec.get("load_ms"))
         elif kind == RecordKind.PROBLEM:
-            self._flush()
+            self.flush()
             self.summary.problems[key] = rec["verdict"]
             if self.options.on_problem:
                 self.options.on_problem(key, rec["verdict"])
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Commit the cells received so far."""
         self.store.record_submission_cells(self.summary.run, self.batch)
         self.summary.cells += len(self.batch)
         self.batch.clear()
