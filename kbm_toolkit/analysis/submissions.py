@@ -20,6 +20,9 @@ from kbm_toolkit.problems.problem import Problem, problem_from_row
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.vocabulary import Outcome, SubmissionStatus, Verdict
 
+NO_TEST = "not a test"
+"""How the note of an input the reference tests nothing on begins (it raised, or is non-finite)."""
+
 NOT_CHECKED = "not checked"
 """A protocol that gives a problem no input (it excludes it) has no verdict on its submissions."""
 
@@ -42,13 +45,18 @@ class InputResult:
     """Whether kbm's correct substrate passes this input (None: the store does not say)."""
 
     @property
+    def no_test(self) -> bool:
+        """Whether the reference tests nothing on this input (it raised, or is non-finite)."""
+        return (self.note or "").startswith(NO_TEST)
+
+    @property
     def words(self) -> str:
         """The verdict on this input, for people: pass, fail (its outcome), or why there is none."""
         if self.passed is True:
             return "pass"
         if self.passed is False:
             return "fail" if self.outcome in (Outcome.PASS, Outcome.VALUE) else f"fail ({self.outcome})"
-        if self.note and self.note.startswith("not a test"):
+        if self.no_test:
             return "no test"
         return "undecided" if self.outcome else "not run"
 
@@ -137,7 +145,7 @@ def _margins(cell: dict[str, Any]) -> dict[str, float] | None:
 def _overall(results: list[InputResult]) -> str:
     if any(r.passed is False for r in results):
         return Verdict.REJECTS.value
-    if any(r.passed is None and not (r.note or "").startswith("not a test") for r in results):
+    if any(r.passed is None and not r.no_test for r in results):
         return Verdict.INCOMPLETE.value
     return Verdict.ACCEPTS.value
 

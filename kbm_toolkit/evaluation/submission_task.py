@@ -22,6 +22,7 @@ import linecache
 import time
 from typing import Any, Generator, Iterator
 
+from kbm_toolkit.analysis.submissions import NO_TEST
 from kbm_toolkit.evaluation.cell_task import Built, compared, cuda_error, other_references, unusable
 from kbm_toolkit.judging import STRICT, Margin
 from kbm_toolkit.problems.input_spec import InputSpec
@@ -87,7 +88,7 @@ class _SubmissionTask:
             for s in pending:
                 if isinstance(built, str):  # the reference tests nothing on this input
                     yield {"kind": RecordKind.CELL, "submission": s["id"], "input": spec.id, "outcome": None,
-                           "note": f"not a test: {built}"}
+                           "note": f"{NO_TEST}: {built}"}
                     continue
                 if not (yield from self._load(s)):
                     continue
