@@ -152,3 +152,42 @@ def test_the_fp64_flag_says_how_many_positions_are_wrong(demo: ProblemSet) -> No
     checks = {first.id: {"fp64_margin": 0.05, "violations": {"0.01": 12, "0.001": 40}, "positions": 65536}}
     assert flags(KB, [problem], checks)[problem.key] == \
         "the reference misses its fp64 evaluation by 5.0e-02 > 0.01 (official trial 0; 12 of 65,536 positions)"
+
+
+def _problem(tmp_path: Path, name: str, body: str):
+    from kbm_toolkit.problems.problem import Problem
+
+    path = tmp_path / f"1_{name}.py"
+    path.write_text("import torch\n\n" + body + "\n\ndef get_inputs():\n    return [torch.rand(3, 8)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    return Problem(f"mine/1_{name}", "mine", 1, name, path, "mine")
+
+
+# LSTM-like: the forward draws its initial state in the default dtype
+DRAWS = ("class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+         "        self.lin = torch.nn.Linear(8, 8)\n\n"
+         "    def forward(self, x):\n        h0 = torch.randn(x.shape[0], 8, device=x.device)\n"
+         "        return self.lin(x) + h0 @ self.lin.weight  # a matmul refuses mixed dtypes\n")
+# minGPT-like: a function kept as an attribute, over one of the model's own submodules
+CLOSES_OVER = ("class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+               "        self.lin = torch.nn.Linear(8, 8)\n        lin = self.lin\n"
+               "        self.f = lambda x: lin(x) * 2.0\n\n"
+               "    def forward(self, x):\n        return self.f(x)\n")
+
+
+@pytest.mark.parametrize("name, body", [("Draws", DRAWS), ("ClosesOver", CLOSES_OVER)])
+def test_the_fp64_evaluation_runs_models_that_make_or_capture_fp32_tensors(tmp_path: Path, name: str, body: str) -> None:
+    problem = _problem(tmp_path, name, body)
+    rows = list(refcheck_task({"problem": problem.record(), "device": "cpu",
+                               "specs": [s.record() for s in KB.specs(problem)[:2]]}))
+    # fp32 rounding of a length-8 dot product: the same random draws, in both precisions
+    assert all(0 < r["fp64_margin"] < 1e-5 and "note" not in r for r in rows)
+
+
+def test_a_check_that_stopped_is_an_error_not_ok(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.evaluation import reference_check
+
+    problem = _problem(tmp_path, "Fine", CLOSES_OVER)
+    monkeypatch.setattr(reference_check, "check_references", lambda *a: {problem.key: "error: RuntimeError: boom"})
+    [row] = reference_check.refcheck(Store(tmp_path / "kbm.db"), [problem], KB).rows
+    assert row.verdict == "error" and row.raised == "the check stopped: error: RuntimeError: boom"

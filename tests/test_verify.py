@@ -252,6 +252,53 @@ def test_merging_a_store_carries_its_submissions(judged, tmp_path: Path) -> None
         {v.submission["id"]: v.verdict("fuzz") for v in verdicts.values()}
 
 
+def _plans(*sizes: int) -> list:
+    from types import SimpleNamespace
+
+    from kbm_toolkit.evaluation.verify import _Plan
+
+    specs = [SimpleNamespace(id=f"i{k}") for k in range(3)]
+    return [_Plan(SimpleNamespace(key=f"p{n}"), specs, [SimpleNamespace(id=f"p{n}s{k}") for k in range(size)], set())
+            for n, size in enumerate(sizes)]
+
+
+@pytest.mark.parametrize("sizes, workers, expected", [
+    ((12,), 4, [3, 3, 3, 3]),         # one problem's samples keep four workers busy
+    ((12, 2), 2, [3, 3, 6, 2]),       # the biggest is halved until there are two shares per worker
+    ((5,), 8, [5]),                   # too few to halve: each share would build the inputs for two
+    ((7, 7), 1, [7, 7]),              # one worker: problems as they are
+    ((40, 1, 1, 1, 1), 2, [40, 1, 1, 1, 1]),  # enough shares already
+])
+def test_problems_are_shared_out_among_workers(sizes, workers: int, expected: list[int]) -> None:
+    from kbm_toolkit.evaluation.verify import share_out
+
+    plans = _plans(*sizes)
+    shares = share_out(plans, workers)
+    assert [len(p.submissions) for p in shares] == expected
+    # every submission is in exactly one share, in its problem's order
+    assert [s.id for p in shares for s in p.submissions] == [s.id for p in plans for s in p.submissions]
+
+
+def test_a_problem_shared_by_two_workers_is_judged_whole(tmp_path: Path, demo: ProblemSet) -> None:
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    for k in range(6):  # six texts, six submissions: two shares of three, one per worker
+        (folder / f"good{k}.py").write_text(SUBMISSIONS["good.py"] + f"# sample {k}\n")
+    (folder / "relu.py").write_text(SUBMISSIONS["relu.py"])
+    store = Store(tmp_path / "kbm.db")
+    found = find_submissions([folder], demo, "demo/1")
+    ended: list[tuple[str, str]] = []
+    summary = verify_submissions(store, found, [KB, FUZZ], {"device": "cpu"},
+                                 cpu(workers=2, on_problem=lambda key, verdict: ended.append((key, verdict))))
+    assert summary.problems == {"demo/1_LeakyReLU": "done"} and ended == [("demo/1_LeakyReLU", "done")]
+    assert summary.cells == 7 * 10
+    verdicts = {Path(v.submission["path"]).name: v.verdict("fuzz") for v in submission_verdicts(store, [FUZZ])}
+    assert verdicts == {**{f"good{k}.py": Verdict.ACCEPTS for k in range(6)}, "relu.py": Verdict.REJECTS}
+    # demo/1 has one set of shapes: each model is built for its first input and kept for the other nine
+    built = store.db.execute("select count(build_ms), count(*) from submission_cells").fetchone()
+    assert built == (7, 70)
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 def invoke(*args: str):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import time
+import types
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.judging import PYTORCH_DEFAULT, REFERENCES, STRICT
@@ -68,11 +70,40 @@ def run_reference(problem: Problem, spec: InputSpec, models: dict[tuple, tuple[A
 
 
 def in_fp64(model: Any) -> Any:
-    """A copy of the reference model with its parameters and buffers in fp64."""
-    return copy.deepcopy(model).double()
+    """A copy of the reference model with its parameters and buffers in fp64.
+
+    `deepcopy` shares functions, so a function kept as an attribute (minGPT's `self.mlpf = lambda
+    x: m.c_proj(...)` over its own submodule) would still call the fp32 original: such functions
+    get their closures rebound to the copies of what they captured."""
+    memo: dict[int, Any] = {}
+    copied = copy.deepcopy(model, memo)
+    for module in copied.modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType) and value.__closure__:
+                cells = tuple(types.CellType(memo.get(id(c.cell_contents), c.cell_contents)) for c in value.__closure__)
+                setattr(module, name, types.FunctionType(value.__code__, value.__globals__, value.__name__,
+                                                         value.__defaults__, cells))
+    return copied.double()
+
+
+FACTORIES = frozenset({torch.randn, torch.rand, torch.zeros, torch.ones, torch.empty, torch.full, torch.arange,
+                       torch.linspace, torch.eye, torch.tensor, torch.normal})
+"""Functions that make a tensor from nothing: in fp32 by default, also inside an fp64 forward."""
+
+
+class _FactoriesInFp64(TorchFunctionMode):
+    """Inside the fp64 forward, a tensor a factory makes in fp32 (LSTM's `h0 = torch.randn(...)`
+    drawn in `forward`) comes out in fp64: the same values, drawn as the fp32 reference draws them."""
+
+    def __torch_function__(self, func: Any, types_: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in FACTORIES and "dtype" not in kwargs and isinstance(out, torch.Tensor) and out.dtype == torch.float32:
+            return out.double()
+        return out
 
 
 def run_fp64(model64: Any, inputs: list[Any]) -> Any:
     """The fp64 model on the inputs, floating ones promoted to fp64: the reference's exact answer."""
-    with torch.no_grad():
+    with torch.no_grad(), _FactoriesInFp64():
         return model64(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs])

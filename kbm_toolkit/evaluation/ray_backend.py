@@ -39,7 +39,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from kbm_toolkit.errors import NoDevice, OptionError
-from kbm_toolkit.evaluation.options import RunOptions
+from kbm_toolkit.evaluation.options import GPU_PRELOAD, RunOptions
 from kbm_toolkit.evaluation.workers import READY_TIMEOUT_S, Reply, Worker, WorkerClosed
 
 INSTALL = "--ray needs Ray, which is not installed here: install the ray extra (pip install 'kbm-toolkit[ray]')"
@@ -126,7 +126,7 @@ class _Host:
 
     def __init__(self, target: str, env: dict[str, str], warm: str | None, spares: int) -> None:
         os.environ.update(env)  # before any child starts: they inherit it
-        self.worker = Worker(target, warm=warm, spares=spares)
+        self.worker = Worker(target, warm=warm, spares=spares, preload=GPU_PRELOAD if warm else ())
         self.replies: Iterator[Reply] | None = None
         self.wait: float | None = None
         self.sent: tuple = ()

@@ -54,6 +54,7 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from kbm_toolkit.cuda.checksum import Watch
     from kbm_toolkit.cuda.reference import in_fp64, run_fp64, run_reference, strict_fp32_references
     from kbm_toolkit.cuda.comparison import compare
+    from kbm_toolkit.problems.tensors import spec_inputs
 
     strict_fp32_references()
     device = task.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -75,6 +76,9 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             continue
         if spec.model_key not in doubles:
             doubles[spec.model_key] = in_fp64(model)
+        # drawing the inputs again leaves the generators as the fp32 forward found them: a forward
+        # that draws (LSTM's initial state) draws the same values in fp64
+        spec_inputs(spec, models[spec.model_key][0], device)
         exact = run_fp64(doubles[spec.model_key], inputs)
         cmp = compare(exact, ref.double())
         row.update(fp64_margin=cmp.margin, ref_abs_max=float(ref.abs().max()) if ref.numel() else 0.0,
@@ -160,10 +164,13 @@ def refcheck(store: Any, problems: list[Problem], protocol: Protocol) -> Refchec
     for problem in problems:
         mine = [checks[s.id] for s in protocol.specs(problem) if s.id in checks]
         raised = [r["note"] for r in mine if (r["note"] or "").startswith(RAISED)]
+        if problem.key in stopped:  # what was stored before the check stopped says nothing of the rest
+            raised = [f"the check stopped: {stopped[problem.key]}"]
         counted = [c for c in (wrong_positions(r, protocol.tolerance) for r in mine) if c is not None]
         worst = max(counted, default=None)
         rows.append(RefcheckRow(problem.key, len(mine), max((r["fp64_margin"] or 0.0 for r in mine), default=0.0),
                                 max((r["ref_abs_max"] or 0.0 for r in mine), default=0.0), flagged.get(problem.key, ""),
-                                f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)" if raised else "",
+                                (raised[0] if problem.key in stopped else
+                                 f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)") if raised else "",
                                 *(worst or (None, None))))
     return Refcheck(protocol, "cuda" if env.get("cuda") else "cpu", rows, stopped)

@@ -29,7 +29,7 @@ from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.collect import Collector
 from kbm_toolkit.evaluation.compiling import abandon, compile_pool
 from kbm_toolkit.evaluation.driver import run_problem
-from kbm_toolkit.evaluation.options import CELL_TASK, CELL_WARM_UP, RunOptions
+from kbm_toolkit.evaluation.options import CELL_TASK, CELL_WARM_UP, GPU_PRELOAD, RunOptions
 from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work, plan_problem, probe_spec,
                                          stored_mutants, stored_progress)
 from kbm_toolkit.evaluation.shard import run_order
@@ -157,7 +157,8 @@ class _Run:
             self.workers = ray_workers(options, warm, spares)
         else:
             self.workers = [Worker(options.target, {"CUDA_VISIBLE_DEVICES": str(i % options.gpus)}
-                                   if options.gpus > 1 else {}, warm=warm, spares=spares)
+                                   if options.gpus > 1 else {}, warm=warm, spares=spares,
+                                   preload=GPU_PRELOAD if warm else ())
                             for i in range(options.gpus * options.workers_per_gpu)]
         # each process plans whole problems, several problems ahead of the GPU in run order: one
         # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle

@@ -176,8 +176,9 @@ class _SubmissionTask:
                "load_ms": (time.perf_counter() - start) * 1000}
         return note is None
 
-    def _model(self, s: dict[str, Any], spec: InputSpec) -> Any:
-        """The submission's model for the spec's shapes: built as KernelBench builds it, then kept."""
+    def _model(self, s: dict[str, Any], spec: InputSpec) -> tuple[Any, float | None]:
+        """The submission's model for the spec's shapes, built as KernelBench builds it, then kept;
+        and the milliseconds building it took (None: it was kept from an earlier input)."""
         import torch
 
         from kbm_toolkit.problems.tensors import init_inputs, set_seed
@@ -185,8 +186,9 @@ class _SubmissionTask:
 
         key = (s["id"], spec.model_key)
         if key in self.models:
-            return self.models[key]
+            return self.models[key], None
         module, reference = self._module(spec)
+        start = time.perf_counter()
         try:
             init = init_inputs(module)
             with torch.no_grad():
@@ -200,7 +202,7 @@ class _SubmissionTask:
                 raise
             model = f"{CLASS_NAME}(*get_init_inputs()) raised {type(e).__name__}: {_first_line(e)}"
         self._keep(key, model)
-        return model
+        return model, (time.perf_counter() - start) * 1000
 
     def _keep(self, key: tuple[str, tuple], model: Any) -> None:
         """Cache a model, dropping the oldest while the cache holds more than `MODEL_BYTES`."""
@@ -220,7 +222,7 @@ class _SubmissionTask:
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "submission": s["id"], "input": spec.id}
         wrote = False
         try:
-            model = self._model(s, spec)
+            model, cell["build_ms"] = self._model(s, spec)
             if isinstance(model, str):
                 cell.update(outcome=Outcome.CRASH, note=model)
                 yield cell

@@ -1,8 +1,9 @@
 """`kbm verify` as a library call: submissions judged on protocols' inputs, their cells stored.
 
 Per problem, the union of the protocols' input specs is the work: a worker (`submission_task`)
-builds each input and its references once and runs every submission of the problem on it, so a
-folder of a hundred samples costs one input build, not a hundred. The parent never touches CUDA;
+builds each input and its references once and runs every submission of its share of the problem
+on it, so a folder of a hundred samples costs one input build per share, not a hundred; with
+several workers a problem is shared out while there are fewer than two shares per worker. The parent never touches CUDA;
 it follows what the worker streams, charges a crash or an overrun to the submission and input
 under way (a file that crashes or hangs while loading is a `load_error`), resumes the rest in a
 fresh worker, and is the only writer of the store. Cells keep margins, as the kill matrix's do,
@@ -15,12 +16,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from kbm_toolkit.evaluation.collect import Committer
 from kbm_toolkit.evaluation.driver import PHASE_TIMEOUT_S
-from kbm_toolkit.evaluation.options import CELL_WARM_UP
+from kbm_toolkit.evaluation.options import CELL_WARM_UP, GPU_PRELOAD
 from kbm_toolkit.evaluation.run import sigint_sets
 from kbm_toolkit.evaluation.workers import Reply, Worker, WorkerClosed, follow
 from kbm_toolkit.judging import Margin, extra_margins
@@ -56,7 +58,7 @@ class VerifyOptions:
     """The knobs of one `verify_submissions`; the defaults are `kbm verify`'s."""
 
     workers: int = 1
-    """Worker processes on the GPU, each on its own problems."""
+    """Worker processes on the GPU, each on its own share of the submissions (`share_out`)."""
     run_timeout_s: float | None = None
     """How long a submission may take on one input (None: `run_deadline_s` of the reference's time)."""
     load_timeout_s: float = LOAD_TIMEOUT_S
@@ -101,6 +103,30 @@ class _Plan:
         """Pairs left to run."""
         return sum((s.id, i.id) not in self.done for s in self.submissions for i in self.specs)
 
+    def halves(self) -> tuple[_Plan, _Plan]:
+        """The plan as two plans of half its submissions each (each builds the inputs for its own)."""
+        mid = len(self.submissions) // 2
+        return (replace(self, submissions=self.submissions[:mid]), replace(self, submissions=self.submissions[mid:]))
+
+
+MIN_SHARE = 3
+"""The fewest submissions a problem's share is cut down to: each share builds the problem's inputs
+and references (and the reference model, on the CPU) once more."""
+
+
+def share_out(plans: list[_Plan], workers: int) -> list[_Plan]:
+    """Plans for `workers` workers: while there are fewer than two per worker, the one with the most
+    pairs left is halved (down to `MIN_SHARE` submissions), so one problem's sixty samples, or a
+    few slow ones, do not leave the other workers idle at the end; in their order otherwise."""
+    plans = list(plans)
+    while workers > 1 and len(plans) < 2 * workers:
+        big = max((p for p in plans if len(p.submissions) >= 2 * MIN_SHARE), key=_Plan.pairs, default=None)
+        if big is None:
+            break
+        at = plans.index(big)
+        plans[at:at + 1] = big.halves()
+    return plans
+
 
 def verify_submissions(store: Any, submissions: list[Submission], protocols: list[Protocol],
                        env: dict[str, Any], options: VerifyOptions | None = None) -> VerifySummary:
@@ -112,7 +138,7 @@ def verify_submissions(store: Any, submissions: list[Submission], protocols: lis
     summary = VerifySummary(run_id)
     plans = [_plan(store, problem, [s for s in submissions if s.problem.key == problem.key], protocols, options)
              for problem in {s.problem.key: s.problem for s in submissions}.values()]
-    plans = [p for p in plans if p.pairs()]
+    plans = share_out([p for p in plans if p.pairs()], options.workers)
     margins = extra_margins([p.judge for p in protocols])
     began = time.monotonic()
     completed = False
@@ -153,13 +179,17 @@ class _Run(Committer):
         self.work: queue.Queue = queue.Queue()
         self.stop = threading.Event()
         self.total = sum(p.pairs() for p in plans)
+        self.shares = Counter(p.problem.key for p in plans)
+        """Problem -> its shares not yet ended."""
 
     def go(self) -> None:
         """Drive every plan to its end; on SIGINT or an error, stop cleanly, then re-raise."""
         if not self.plans:
             return
         options = self.options
-        workers = [Worker(options.target, warm=options.warm, spares=1) for _ in range(min(options.workers, len(self.plans)))]
+        preload = GPU_PRELOAD if options.warm else ()
+        workers = [Worker(options.target, warm=options.warm, spares=1, preload=preload)
+                   for _ in range(min(options.workers, len(self.plans)))]
         for plan in self.plans:
             self.work.put(plan)
         for _ in workers:
@@ -205,11 +235,13 @@ class _Run(Committer):
             status = SubmissionStatus.READY if rec["ok"] else SubmissionStatus.LOAD_ERROR
             self.store.set_submission_status(rec["submission"], status, rec.get("note"), self.summary.run,
                                              rec.get("load_ms"))
-        elif kind == RecordKind.PROBLEM:
+        elif kind == RecordKind.PROBLEM:  # one share of the problem ended: the first error is its verdict
             self.flush()
-            self.summary.problems[key] = rec["verdict"]
-            if self.options.on_problem:
-                self.options.on_problem(key, rec["verdict"])
+            if self.summary.problems.get(key, "done") == "done":
+                self.summary.problems[key] = rec["verdict"]
+            self.shares[key] -= 1
+            if not self.shares[key] and self.options.on_problem:
+                self.options.on_problem(key, self.summary.problems[key])
 
     def flush(self) -> None:
         """Commit the cells received so far."""

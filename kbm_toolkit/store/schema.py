@@ -195,3 +195,10 @@ def m016_reference_violations(db: sqlite_utils.Database) -> None:
     db["reference_checks"].add_column("violations", str)
     db["reference_checks"].add_column("positions", int)
     db["reference_checks"].add_column("output_checksum", str)
+
+
+@migration
+def m017_submission_build_time(db: sqlite_utils.Database) -> None:
+    # kbm verify: how long building the submission's model (`ModelNew(*init)` on the CPU, then moved
+    # to the GPU) took on the cell that built it; NULL where it was kept from an earlier input
+    db["submission_cells"].add_column("build_ms", float)

@@ -36,6 +36,7 @@ class Submissions(Tables):
                 "submission": c["submission"], "input": c["input"], "outcome": c.get("outcome"),
                 "margin": finite_or_none(c.get("margin")), "max_abs": finite_or_none(c.get("max_abs")),
                 "margins": margins_json(c.get("margins")), "ms": c.get("ms"), "run": run_id, "note": c.get("note"),
+                "build_ms": c.get("build_ms"),
             } for c in cells), pk=("submission", "input"), ignore=True)
 
     def submission_count(self) -> int:
