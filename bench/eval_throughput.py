@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -161,6 +162,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.repeat < 1 or args.workers < 1:
         ap.error("--repeat and --workers are at least 1")
     return args
+
+
+def for_baseline(base: Path, dest: Path, checkout: Path) -> Path:
+    """A copy of `base` the baseline checkout opens: the records of migrations it does not define
+    are dropped (it refuses a store a newer kbm wrote); their tables and columns, which it never
+    reads, stay."""
+    known = re.findall(r"^def (m\d{3}_\w+)\(", (checkout / "kbm_toolkit/store/schema.py").read_text(), re.M)
+    shutil.copyfile(base, dest)
+    db = sqlite3.connect(dest)
+    with db:
+        db.execute(f"delete from _kbm_migrations where name not in ({','.join('?' * len(known))})", known)
+    db.close()
+    return dest
 
 
 def _keys(text: str) -> list[str]:
@@ -523,6 +537,9 @@ def main(argv: list[str] | None = None) -> None:
         check_import(checkout)
     base = work / "input.db"
     removed = prepare_input(args.store.resolve(), base, keys)
+    bases = {name: base for name in checkouts}
+    if old:
+        bases["old"] = for_baseline(base, work / "input-old.db", old)
     plan = slice_plan(base, keys, args.inputs, args.sample, kernelbench)
     print(plan_text(plan, args.sample, args.inputs, removed))
     print(f"evaluators: {', '.join(f'{k} {v}' for k, v in checkouts.items())}; store copies in {work}", flush=True)
@@ -532,7 +549,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"read bandwidth: {bandwidth / 1e9:.0f} GB/s", flush=True)
     if not args.no_warm:
         for name, checkout in checkouts.items():
-            took = warm_cache(checkout, base, keys, args.sample, kernelbench, arch, out / "logs" / f"warm-{name}.log")
+            took = warm_cache(checkout, bases[name], keys, args.sample, kernelbench, arch,
+                              out / "logs" / f"warm-{name}.log")
             print(f"compile cache filled by {name}: {took}", flush=True)
     db = sqlite3.connect(base)
     after = db.execute("select coalesce(max(id), 0) from runs").fetchone()[0]  # each copy's run comes after
@@ -548,7 +566,7 @@ def main(argv: list[str] | None = None) -> None:
                 stop = True
                 break
             copies[name] = work / f"r{rep + 1}-{name}.db"
-            shutil.copyfile(base, copies[name])
+            shutil.copyfile(bases[name], copies[name])
             command = run_command(copies[name], keys, args, kernelbench)
             process_s, rc = run_evaluator(checkouts[name], command, out / "logs" / f"r{rep + 1}-{name}.log", args.timeout)
             longest = max(longest, process_s)

@@ -23,6 +23,8 @@
 #                                           kbv` wrote it), KBV's eval on that suite: bench/conformance.py --suite)
 #                                           verify-bench (bench/verify_throughput.py: kbm verify against
 #                                           KernelBench's own eval loop, seconds per submission)
+#                                           eval-bench (bench/eval_throughput.py: .kbm/baseline's evaluator against
+#                                           this checkout's, SAMPLE of the slice's mutants)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -54,7 +56,7 @@ kb_store() {  # a fresh machine starts from the seed; carry it packed (KB_SEED.x
 gate() {
     stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
         gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
-    echo "gate $* exit $?; $(grep -c ': passed' "$OUT"/logs/gate-*.txt | awk -F: '{s+=$2} END {print s}') passed so far"
+    echo "gate $* exit $?; $(cat "$OUT"/logs/gate-*.txt | grep -c ': passed') passed so far"  # grep -c of one file names none
 }
 for step in "$@"; do
     case $step in
@@ -191,6 +193,13 @@ PY
             stop_at "$(( $(left) - 25 ))" python3 bench/verify_throughput.py --kernelbench third_party/KernelBench \
                 --out .kbm/verify-throughput > "$OUT/logs/verify-throughput.txt" 2>&1
             echo "verify throughput: exit $?"; tail -n 23 "$OUT/logs/verify-throughput.txt" ;;
+        eval-bench)  # issue 27's bench: the evaluator of .kbm/baseline (`git archive 38527c9`, carried) against
+                     # this checkout's, on bench/eval_throughput.py's slice at SAMPLE (default 0.3) of its mutants
+            xz -dc kbm_toolkit/data/kernelbench.db.xz > /tmp/kb-bench.db
+            stop_at "$(( $(left) - 25 ))" python3 bench/eval_throughput.py --store /tmp/kb-bench.db \
+                --baseline .kbm/baseline --kernelbench third_party/KernelBench --sample "${SAMPLE:-0.3}" \
+                --budget "$(( $(left) - 45 ))" --out "$OUT/logs/eval-throughput" > "$OUT/logs/eval-throughput.txt" 2>&1
+            echo "eval throughput: exit $?"; tail -n 20 "$OUT/logs/eval-throughput.txt" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-level3) gate --level level3 ;;
