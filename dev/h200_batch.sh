@@ -25,6 +25,7 @@
 #                                           KernelBench's own eval loop, seconds per submission)
 #                                           eval-bench (bench/eval_throughput.py: .kbm/baseline's evaluator against
 #                                           this checkout's, SAMPLE of the slice's mutants)
+#                                           shards (the demo pool as one run and as two shards merged; their cells compared)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -200,6 +201,23 @@ PY
                 --baseline .kbm/baseline --kernelbench third_party/KernelBench --sample "${SAMPLE:-0.3}" \
                 --budget "$(( $(left) - 45 ))" --out "$OUT/logs/eval-throughput" > "$OUT/logs/eval-throughput.txt" 2>&1
             echo "eval throughput: exit $?"; tail -n 20 "$OUT/logs/eval-throughput.txt" ;;
+        shards)  # issue 27: the demo pool under kernelbench's inputs as one run, and as two shards merged
+            python3 -c "import sqlite3, sys; sys.path.insert(0, 'bench'); from eval_throughput import prepare_input
+import lzma, shutil; shutil.copyfileobj(lzma.open('kbm_toolkit/data/demo.db.xz'), open('/tmp/demo-src.db', 'wb'))
+keys = [r[0] for r in sqlite3.connect('/tmp/demo-src.db').execute('select distinct problem from mutants')]
+print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('pathlib').Path('/tmp/demo-base.db'), keys))"
+            for s in one s0 s1; do cp /tmp/demo-base.db /tmp/demo-$s.db; done
+            kbm_demo() { stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$@"; }
+            kbm_demo /tmp/demo-one.db run --inputs kernelbench --level demo > "$OUT/logs/shards-one.txt" 2>&1
+            echo "one run: exit $?"
+            kbm_demo /tmp/demo-s0.db run --inputs kernelbench --level demo --shard 0/2 > "$OUT/logs/shards-0.txt" 2>&1
+            echo "shard 0/2: exit $?"
+            kbm_demo /tmp/demo-s1.db run --inputs kernelbench --level demo --shard 1/2 > "$OUT/logs/shards-1.txt" 2>&1
+            echo "shard 1/2: exit $?"
+            kbm_demo /tmp/demo-s0.db merge /tmp/demo-s1.db > "$OUT/logs/shards-merge.txt" 2>&1
+            echo "merge: exit $?"
+            python3 bench/compare_cells.py /tmp/demo-one.db /tmp/demo-s0.db --rel 1e-6 > "$OUT/logs/shards-compare.txt" 2>&1
+            echo "compare one run against the merged shards: exit $?"; head -n 30 "$OUT/logs/shards-compare.txt" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-level3) gate --level level3 ;;
