@@ -15,6 +15,7 @@ TIME_SPLIT = {
     "building": "building models and inputs",
     "references": "running references",
     "correct": "running the correct kernel",
+    "freeing": "handing an input's memory back to the GPU before inputs of other shapes",
     "spares": "waiting for a spare worker to finish starting",
     "planning": "waiting for the next problem to finish compiling",
     "tail": "no problem left while other workers finish",

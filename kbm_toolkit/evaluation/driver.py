@@ -91,7 +91,8 @@ class _Driver:
         # what each record the worker streams means to the parent; True: end the task, the worker is lost
         self.handlers: dict[str, Callable[[dict[str, Any]], bool | None]] = {
             RecordKind.INPUT: self._input, RecordKind.REBUILT: self._rebuilt, RecordKind.MARGINS: self._margins,
-            RecordKind.START: self._start, RecordKind.CELL: self._cell, RecordKind.POISONED: self._poisoned}
+            RecordKind.START: self._start, RecordKind.CELL: self._cell, RecordKind.POISONED: self._poisoned,
+            RecordKind.TIME: self.emit}
 
     def verdict(self) -> str:
         """Send tasks until every pair is done: `done`, or `error: ...` when the worker cannot go on."""
