@@ -42,6 +42,8 @@ class SubmissionRef:
     """sha256 of the mutated file, as the store's mutant row has it."""
     name: str = ""
     """The mutant's display name (a comment in the file)."""
+    launch: str | None = None
+    """A placed mutant's launch (`NAME#K`, `mutation.positions`): the one that runs the mutated image."""
 
 
 def submission_ref(problem: Problem, substrate: Substrate, row: dict[str, Any] | None = None,
@@ -53,7 +55,7 @@ def submission_ref(problem: Problem, substrate: Substrate, row: dict[str, Any] |
         return SubmissionRef(problem.key, path, str(substrate.folder), substrate.content_hash,
                              name=f"{problem.key} (the correct substrate)")
     return SubmissionRef(problem.key, path, str(substrate.folder), row["substrate_hash"], row["id"],
-                         row["source_hash"], row.get("name") or row["id"])
+                         row["source_hash"], row.get("name") or row["id"], row.get("launch"))
 
 
 _TEMPLATE = '''"""KernelBench submission written by kbm: {title}."""
@@ -103,6 +105,16 @@ def _mutants(folder: str, problem_key: str, content_hash: str) -> dict[str, Muta
     return {m.id: m for m in generate(Substrate(problem_key, Path(folder)), load_rules())}
 
 
+def _mutant(ref: SubmissionRef, now: str) -> Mutant | None:
+    """The mutant `ref` names, a placed one from its site's (`mutation.positions.positioned_id`)."""
+    from kbm_toolkit.mutation.positions import positioned_id
+
+    made = _mutants(ref.substrate, ref.problem_key, now)
+    if ref.launch is None:
+        return made.get(ref.mutant or "")
+    return next((m for m in made.values() if positioned_id(m.id, ref.launch) == ref.mutant), None)
+
+
 def resolve(ref: SubmissionRef) -> tuple[Substrate, str, str | None]:
     """The substrate, the device source to compile, and the mutated launcher (None: the
     substrate's); SubmissionError when the substrate or the mutant is not the store's."""
@@ -115,7 +127,7 @@ def resolve(ref: SubmissionRef) -> tuple[Substrate, str, str | None]:
                               ref.substrate)
     if ref.mutant is None:
         return substrate, substrate.source, None
-    mutant = _mutants(ref.substrate, ref.problem_key, now).get(ref.mutant)
+    mutant = _mutant(ref, now)
     if mutant is None:
         raise SubmissionError(f"kbm's rules no longer make mutant {ref.mutant} of {ref.problem_key}: "
                               "its rule or site changed since the store was made", ref.substrate)
@@ -142,4 +154,8 @@ def bind(ref: SubmissionRef) -> tuple[type, Callable[[Any, list[Any]], Any]]:
 
     substrate, source, launcher = resolve(ref)
     image = compile_source(source, device_arch(), where=str(substrate.kernel_path))
-    return reference_model(ref), LoadedKernel(substrate, image, source, launcher_source=launcher)
+    original = None
+    if ref.launch is not None:  # every other launch runs the substrate's own image
+        original = LoadedKernel(substrate, compile_source(substrate.source, device_arch())).kernels
+    kernel = LoadedKernel(substrate, image, source, launcher_source=launcher, launch=ref.launch, original=original)
+    return reference_model(ref), kernel

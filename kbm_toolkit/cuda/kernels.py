@@ -117,13 +117,42 @@ def as_shape(shape: tuple) -> tuple[int, ...]:
     return tuple(int(v) for v in shape)
 
 
+class PlacedKernels:
+    """What a placed mutant's launcher receives (`mutation.positions`): every launch runs the
+    original image's kernel, except launch `NAME#K` (the K-th of kernel NAME), which runs the
+    mutant's. Counting starts again with each forward (`restart`)."""
+
+    def __init__(self, original: Any, mutated: Any, launch: str) -> None:
+        self._original, self._mutated, self._launch = original, mutated, launch
+        self._counts: dict[str, int] = {}
+
+    def restart(self) -> None:
+        """A new forward: count launches from the first again."""
+        self._counts = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._original._signatures:
+            return getattr(self._original, name)  # the allocation helpers, or AttributeError naming the file
+        return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
+
+    def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
+        """Launch kernel `name` from the mutant's image if this is the placed launch, else the original's."""
+        count = self._counts.get(name, 0)
+        self._counts[name] = count + 1
+        chosen = self._mutated if f"{name}#{count}" == self._launch else self._original
+        chosen.launch(name, args, grid, block, shmem)
+
+
 class LoadedKernel:
-    """A substrate's launcher bound to one compiled image of its device source."""
+    """A substrate's launcher bound to one compiled image of its device source; with `launch`
+    (a placed mutant's `NAME#K`), bound to the `original` image's kernels for every other launch."""
 
     def __init__(self, substrate: Substrate, image: Image, source: str | None = None,
-                 launcher_source: str | None = None) -> None:
+                 launcher_source: str | None = None, launch: str | None = None, original: Any = None) -> None:
         self.substrate = substrate
-        self.kernels = Kernels(image.cubin, kernel_signatures(substrate, source), str(substrate.kernel_path))
+        self.kernels: Any = Kernels(image.cubin, kernel_signatures(substrate, source), str(substrate.kernel_path))
+        if launch is not None:
+            self.kernels = PlacedKernels(original, self.kernels, launch)
         self.launcher = (substrate.launcher if launcher_source is None
                          else substrate.launcher_from(launcher_source))
 
@@ -131,6 +160,8 @@ class LoadedKernel:
         """The output of the launcher; raises ContractViolation if it computes with torch."""
         import torch
 
+        if isinstance(self.kernels, PlacedKernels):
+            self.kernels.restart()
         with torch.no_grad(), guard(str(self.substrate.launcher_path)):
             out = self.launcher(self.kernels, model, *inputs)
         torch.cuda.synchronize()

@@ -443,5 +443,6 @@ class _CellTask:
 
         if m["id"] not in self.kernels:
             self.kernels[m["id"]] = LoadedKernel(self.substrate, Image(**m["image"]), m["kernel_source"],
-                                                 launcher_source=m.get("launcher_source"))
+                                                 launcher_source=m.get("launcher_source"), launch=m.get("launch"),
+                                                 original=self.correct.kernels)
         return self.kernels[m["id"]]

@@ -114,7 +114,7 @@ class _Driver:
         return {"problem": plan.problem.record(),
                 "substrate": str(plan.substrate.folder), "original": plan.original,
                 "specs": [s.record() for s in self.specs],
-                "mutants": [{k: m[k] for k in ("id", "image", "kernel_source", "launcher_source")}
+                "mutants": [{k: m.get(k) for k in ("id", "image", "kernel_source", "launcher_source", "launch")}
                             for m in self.mutants],
                 "done": sorted(self.done), "checked": sorted(checked), "rerun_crashers": self.rerun_crashers,
                 "valid": {i: c["margin"] for i, c in checked.items() if c is not None},

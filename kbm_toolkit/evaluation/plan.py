@@ -12,6 +12,7 @@ from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
 from kbm_toolkit.judging import Margin, margin_key
 from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.mutation.positions import stored
 from kbm_toolkit.mutation.rules import load_rules
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
@@ -91,13 +92,14 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
                  margins: list[Margin] | None = None) -> ProblemPlan:
     """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached)."""
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
-    chosen = [m for m in generate(substrate, rules if rules is not None else load_rules()) if m.id in rows] if rows else []
+    made = stored(rows.values(), generate(substrate, rules if rules is not None else load_rules())) if rows else []
     mutants = []
-    for m in chosen:
+    for m in made:
         image = compile_source(m.kernel_source, arch) if m.target == "kernel" else original
         mutants.append({"id": m.id, "status": rows[m.id]["status"], "image": asdict(image),
                         "kernel_source": m.kernel_source,
-                        "launcher_source": m.launcher_source if m.target == "launcher" else None})
+                        "launcher_source": m.launcher_source if m.target == "launcher" else None,
+                        "launch": m.launch})
     return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
                        probe_spec(problem, substrate) if probe else None, specs, list(margins or []))
 

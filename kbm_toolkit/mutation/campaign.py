@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbm_toolkit.mutation.mutants import generate
+from kbm_toolkit.mutation.positions import launch_sequence, place
 from kbm_toolkit.mutation.rules import RuleError, load_rules
 from kbm_toolkit.mutation.screening import screen
 from kbm_toolkit.mutation.summary import MutationSummary
@@ -50,10 +51,14 @@ def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: 
         task = progress.add_task(problem.key, total=len(mutants)) if progress else None
         screened = screen(mutants, substrate.source, substrate.launcher_source, arch, workers,
                           on_progress=(lambda n: progress.advance(task, n)) if progress else None)
+        if substrate.positioned:
+            screened = place(screened, launch_sequence(problem, substrate), substrate.source, arch)
+        diffs = {s.mutant.id: s.mutant.diff(substrate) for s in screened}
         if progress:
             progress.update(task, completed=len(mutants))
         store.record_problem(problem)
-        store.record_mutants(problem.key, screened, {m.id: m.diff(substrate) for m in mutants}, arch)
+        store.record_mutants(problem.key, screened, diffs, arch)
         summary.problems.append(problem.key)
         summary.add(screened)
     return summary
+

@@ -29,6 +29,13 @@ class Mutant:
     substrate_hash: str
     kernel_source: str
     launcher_source: str
+    position: int | None = None
+    """Where a positioned substrate's mutant is launched (`mutation.positions`): the index of
+    that launch in the official forward; None: at every launch of the kernels it changes."""
+    launches: int | None = None
+    """How many launches the official forward makes (None: not positioned)."""
+    launch: str | None = None
+    """`NAME#K`: the K-th launch of kernel NAME, the one that runs the mutated image."""
 
     @property
     def file(self) -> str:
@@ -39,8 +46,9 @@ class Mutant:
     def name(self) -> str:
         """The one display name used everywhere: problem, file:line:col, rule, the rewrite."""
         before, after = changed_part(self.site.original, self.site.replacement)
+        where = f" at launch {self.position + 1} of {self.launches} ({self.launch})" if self.launch else ""
         return (f"{self.problem} {self.file}:{self.site.line}:{self.site.col} {self.rule}: "
-                f"replace {before!r} with {after!r}")
+                f"replace {before!r} with {after!r}{where}")
 
     def diff(self, substrate: Substrate) -> str:
         """Unified diff of the mutated file against the substrate's."""

@@ -84,6 +84,16 @@ class Substrate:
         return launch
 
     @cached_property
+    def positioned(self) -> bool:
+        """Whether its kernel mutants are each launched at one place in the forward
+        (`[mutation] positioned = true`: level 3's whole networks, `mutation.positions`)."""
+        path = self.folder / "substrate.toml"
+        value = load_toml(path).get("mutation", {}).get("positioned", False) if path.is_file() else False
+        if not isinstance(value, bool):
+            raise SubstrateError("[mutation] positioned must be true or false", path)
+        return value
+
+    @cached_property
     def gate_shapes(self) -> list[dict[str, Any]]:
         """Extra module-constant overrides the gate tries (odd, non-aligned sizes)."""
         path = self.folder / "substrate.toml"

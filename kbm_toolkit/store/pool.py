@@ -115,6 +115,7 @@ class Pool(Tables):
                 "source_hash": hashlib.sha256(mutated.encode()).hexdigest(), "image_hash": s.image_hash,
                 "status": s.status, "duplicate_of": s.duplicate_of, "compile_ms": s.compile_ms,
                 "message": s.message or None, "diff": diffs[m.id], "arch": arch, "created": now(),
+                "position": m.position, "launches": m.launches, "launch": m.launch,
             })
         with self.db.conn:
             self.db.execute("delete from mutants where problem = ?", [problem])

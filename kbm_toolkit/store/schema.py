@@ -202,3 +202,13 @@ def m017_submission_build_time(db: sqlite_utils.Database) -> None:
     # kbm verify: how long building the submission's model (`ModelNew(*init)` on the CPU, then moved
     # to the GPU) took on the cell that built it; NULL where it was kept from an earlier input
     db["submission_cells"].add_column("build_ms", float)
+
+
+@migration
+def m018_mutant_positions(db: sqlite_utils.Database) -> None:
+    # level 3: a mutant launched at one place in the network (`mutation.positions`): the launch's
+    # index in the official forward, the forward's launch count, and `NAME#K` (the K-th launch of
+    # kernel NAME), which the evaluator counts; NULL for a mutant at every launch
+    db["mutants"].add_column("position", int)
+    db["mutants"].add_column("launches", int)
+    db["mutants"].add_column("launch", str)
