@@ -168,7 +168,10 @@ def for_baseline(base: Path, dest: Path, checkout: Path) -> Path:
     """A copy of `base` the baseline checkout opens: the records of migrations it does not define
     are dropped (it refuses a store a newer kbm wrote); their tables and columns, which it never
     reads, stay."""
-    known = re.findall(r"^def (m\d{3}_\w+)\(", (checkout / "kbm_toolkit/store/schema.py").read_text(), re.M)
+    schema = checkout / "kbm_toolkit/store/schema.py"
+    if not schema.is_file():  # a checkout from before migrations: nothing it could refuse
+        return base
+    known = re.findall(r"^def (m\d{3}_\w+)\(", schema.read_text(), re.M)
     shutil.copyfile(base, dest)
     db = sqlite3.connect(dest)
     with db:

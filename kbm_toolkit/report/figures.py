@@ -16,6 +16,7 @@ from kbm_toolkit.report.audit import incomplete_words, missing_words
 from kbm_toolkit.report.tables import html as table_html
 from kbm_toolkit.report.tables import submissions_table, table1, table2
 from kbm_toolkit.vocabulary import FAMILIES
+from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit_store, run_protocol, witnessed
 from kbm_toolkit.analysis.suite import budget_curve
@@ -116,9 +117,40 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     figures.append(("Blind band", _save(fig, out, "blind_band")))
     plt.close(fig)
 
+    if any(mx.problem.level == ARCHITECTURE_LEVEL for mx in matrices):
+        official = protocols[0]
+        refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
+        figures.append(("Whole networks: survival against launch count, and by depth",
+                        _depth_figure(plt, depth(official, refereed, protocols), out)))
+
     page = out / "index.html"
     page.write_text(_html(store, audits, figures, protocols))
     return page
+
+
+def _depth_figure(plt: Any, found: Depth, out: Path) -> list[str]:
+    """The paper's Fig. 7: each network's survival against its launch count, and survival by
+    quartile of depth over every network's placed mutants."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    nets = [n for n in found.networks if n.launches and n.survival.distinct]
+    left.scatter([n.launches for n in nets], [n.survival.survival_pct for n in nets], s=16)
+    for n in nets:  # the problem's number: level3/11_VGG16 is 11
+        left.annotate(n.problem.rpartition("/")[2].partition("_")[0], (n.launches, n.survival.survival_pct),
+                      fontsize=7, xytext=(2, 2), textcoords="offset points")
+    left.set_xscale("log")
+    left.set_xlabel("kernel launches in the official forward")
+    left.set_ylabel(f"distinct mutants surviving {found.protocol} (%)")
+    left.set_title("per network")
+    quartiles = [(q, s) for q, s in enumerate(found.quartiles) if s.distinct]
+    right.bar([q + 1 for q, _ in quartiles], [s.survival_pct for _, s in quartiles])
+    right.set_xticks([q + 1 for q, _ in quartiles],
+                     [f"Q{q + 1}\n({s.distinct:,})" for q, s in quartiles])
+    right.set_xlabel("quartile of depth, input end first (placed mutants)")
+    right.set_ylabel(f"surviving {found.protocol} (%)")
+    right.set_title("by depth")
+    files = _save(fig, out, "depth")
+    plt.close(fig)
+    return files
 
 
 def _label(audit: dict[str, Any]) -> str:

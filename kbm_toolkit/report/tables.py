@@ -6,6 +6,7 @@ from __future__ import annotations
 import html as escape
 from typing import Any
 
+from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, Survival, depth
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit_store
 from kbm_toolkit.analysis.submissions import NOT_CHECKED, submission_verdicts, verdict_counts
@@ -14,11 +15,28 @@ from kbm_toolkit.report.audit import sample_words
 from kbm_toolkit.vocabulary import FAMILIES, Verdict
 
 
-def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table1(store: Any, official: dict[str, Any],
+           columns: list[tuple[str, str | None, bool, dict[str, Any]]] | None = None
+           ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Table 1 (header, rows): from generated mutants to the witnessed denominator and the
-    official check's misses."""
-    counts = store.status_counts()
-    pool = store.pool_counts()
+    official check's misses; with `columns` ((header, level, every level but it, its official
+    audit) each), one column per part of the pool, as the paper's operator and architecture scales."""
+    if columns:
+        parts = [_table1_column(store, audit, level, other) for _, level, other, audit in columns]
+        labels = [label for label, _ in parts[0]]
+        rows = [(label, *(dict(part).get(label, "–") for part in parts)) for label in labels]
+        for part in parts[1:]:  # a row only one part has (its sample, its exclusions) goes last
+            rows += [(label, *(dict(q).get(label, "–") for q in parts)) for label, _ in part if label not in labels]
+            labels += [label for label, _ in part if label not in labels]
+        return ("", *(header for header, _, _, _ in columns)), rows
+    return ("", "count"), _table1_column(store, official)
+
+
+def _table1_column(store: Any, official: dict[str, Any], level: str | None = None,
+                   other: bool = False) -> list[tuple[str, str]]:
+    """Table 1's rows for the mutants of `level` (every other level with `other`; all without one)."""
+    counts = store.status_counts(level, other)
+    pool = store.pool_counts(level, other)
     problems, rules = pool["problems"], pool["rules"]
     rows: list[tuple[str, str]] = [
         ("Problems (substrates with mutants)", f"{problems:,}"), ("Mutation rules that fire", f"{rules:,}"),
@@ -39,7 +57,23 @@ def table1(store: Any, official: dict[str, Any]) -> tuple[tuple[str, ...], list[
         lo, hi = official["band90_pct"]
         rows.append(("miss rate (90% band over problems)", f"{100 - official['detection_pct']:.1f}% "
                                                             f"({100 - hi:.1f}–{100 - lo:.1f}%)"))
-    return ("", "count"), rows
+    return rows
+
+
+def table5(found: Depth) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Table 5 (header, rows): survival of distinct mutants and misses of witnessed ones, at
+    operator scale (levels 1–2) and at architecture scale (level 3), and level 3 by depth."""
+    def row(label: str, s: Survival) -> tuple[str, ...]:
+        return (label, f"{s.distinct:,}", _pct(s.survival_pct), f"{s.witnessed:,}", _pct(s.miss_pct))
+
+    rows = [row("operator scale (levels 1–2)", found.operator), row("architecture scale (level 3)", found.architecture)]
+    rows += [row(f"level 3, quartile {q + 1} of depth" + (" (input end)" if q == 0 else " (output end)" if q == 3 else ""), s)
+             for q, s in enumerate(found.quartiles) if s.distinct]
+    return ("", "distinct", f"survive {found.protocol}", "witnessed", f"missed by {found.protocol}"), rows
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.1f}%" if value is not None else "–"
 
 
 def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -87,11 +121,26 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
     with `reference`, every protocol judged against it instead of its own."""
     # one load for every audit: cells passing under every tolerance used cannot matter
     matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator), sample=sample)
-    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample,
-                                  judging=p.judge.with_reference(reference) if reference else None) for p in chosen}
-    text = (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[chosen[0].name]))}\n\n"
+
+    def audited(p: Protocol, part: list[Any]) -> dict[str, Any]:
+        return audit_store(store, p, denominator, matrices=part, sample=sample,
+                           judging=p.judge.with_reference(reference) if reference else None)
+
+    audits = {p.name: audited(p, matrices) for p in chosen}
+    official = chosen[0]
+    columns = None
+    networks = [mx for mx in matrices if mx.problem.level == ARCHITECTURE_LEVEL]
+    if networks and len(networks) < len(matrices):  # the paper's two scales, side by side
+        operators = [mx for mx in matrices if mx.problem.level != ARCHITECTURE_LEVEL]
+        columns = [("levels 1–2", ARCHITECTURE_LEVEL, True, audited(official, operators)),
+                   ("level 3", ARCHITECTURE_LEVEL, False, audited(official, networks))]
+    text = (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[official.name], columns))}\n\n"
             f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
             f"{markdown(table2(audits))}")
+    if networks:
+        refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
+        text += (f"\n\nTable 5: whole networks against single operators, {official.name}\n\n"
+                 f"{markdown(table5(depth(official, refereed, denominator)))}")
     if store.submission_count():
         text += (f"\n\nSubmissions: the {store.submission_count():,} that `kbm verify` judged, by each protocol's "
                  f"verdict\n\n{markdown(submissions_table(store, chosen))}")

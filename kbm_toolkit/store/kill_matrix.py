@@ -187,7 +187,8 @@ class KillMatrix(Tables):
                   f"and ({share} is null or kbm_in_sample(m.id, {share}))))")
         args: dict[str, Any] = {"sample": sample}
         mutants: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        for r in self.db.query("select m.id, m.problem, m.substrate_hash, m.rule, m.family, m.name, m.status "
+        for r in self.db.query("select m.id, m.problem, m.substrate_hash, m.rule, m.family, m.name, m.status, "
+                               "m.position, m.launches "
                                f"from mutants m left join problems p on p.key = m.problem where {scored}", args):
             mutants[r["problem"]][r["id"]] = r
         hashes = {k: {m["substrate_hash"] for m in ms.values()} for k, ms in mutants.items()}

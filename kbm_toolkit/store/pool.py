@@ -28,9 +28,12 @@ class Pool(Tables):
         """How many mutants the store holds, whatever their status."""
         return self.db["mutants"].count
 
-    def pool_counts(self) -> dict[str, int]:
-        """How many problems have mutants, and how many rules fired on them."""
-        problems, rules = self.db.execute("select count(distinct problem), count(distinct rule) from mutants").fetchone()
+    def pool_counts(self, level: str | None = None, other: bool = False) -> dict[str, int]:
+        """How many problems have mutants, and how many rules fired on them (of one `level`'s
+        problems; with `other`, of every other level's)."""
+        where, args = _of_level(level, other)
+        problems, rules = self.db.execute(f"select count(distinct problem), count(distinct rule) from mutants {where}",
+                                          args).fetchone()
         return {"problems": problems, "rules": rules}
 
     def family_status_counts(self) -> dict[str, Counter]:
@@ -40,9 +43,12 @@ class Pool(Tables):
             rows.setdefault(r["family"], Counter())[r["status"]] += r["n"]
         return rows
 
-    def status_counts(self) -> Counter:
-        """Mutants per screening status, over every problem."""
-        return Counter(dict(self.db.execute("select status, count(*) from mutants group by status").fetchall()))
+    def status_counts(self, level: str | None = None, other: bool = False) -> Counter:
+        """Mutants per screening status, over every problem (of one `level`'s problems; with
+        `other`, of every other level's)."""
+        where, args = _of_level(level, other)
+        return Counter(dict(self.db.execute(f"select status, count(*) from mutants {where} group by status",
+                                            args).fetchall()))
 
     def record_compile(self, problem: str, source_hash: str, image_hash: str | None, arch: str,
                        kernels: list[str], compile_ms: float | None, message: str = "") -> None:
@@ -148,3 +154,11 @@ class Pool(Tables):
         with self.db.conn:
             self.db["mutants"].update(mutant_id, {"status": status, "message": message})
 
+
+def _of_level(level: str | None, other: bool = False) -> tuple[str, list[str]]:
+    """A `where` clause keeping the mutants of one level's problems, or with `other` those of every
+    other level (all without a level)."""
+    if level is None:
+        return "", []
+    return (f"where problem {'not ' if other else ''}like ? escape '\\'",
+            [level.replace("_", "\\_").replace("%", "\\%") + "/%"])
