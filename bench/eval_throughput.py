@@ -180,6 +180,17 @@ def for_baseline(base: Path, dest: Path, checkout: Path) -> Path:
     return dest
 
 
+def restore_migrations(copy: Path, base: Path) -> None:
+    """Give a copy `for_baseline` made back the migration records it dropped (their tables and
+    columns are there), so this checkout's kbm opens it without applying them again."""
+    db = sqlite3.connect(copy)
+    with db:
+        db.execute("attach database ? as base", [str(base)])
+        db.execute("insert into _kbm_migrations select * from base._kbm_migrations "
+                   "where name not in (select name from main._kbm_migrations)")
+    db.close()
+
+
 def _keys(text: str) -> list[str]:
     """Comma-separated problem keys."""
     return [k.strip() for k in text.split(",") if k.strip()]
@@ -573,6 +584,8 @@ def main(argv: list[str] | None = None) -> None:
             command = run_command(copies[name], keys, args, kernelbench)
             process_s, rc = run_evaluator(checkouts[name], command, out / "logs" / f"r{rep + 1}-{name}.log", args.timeout)
             longest = max(longest, process_s)
+            if bases[name] != base:  # this checkout reads the baseline's copy: the records go back
+                restore_migrations(copies[name], base)
             rows.append(run_row(copies[name], after, name, rep, process_s, rc))
             print(f"{name} #{rep + 1}: {rows[-1].get('cells', 0)} cells, {rows[-1].get('cells_per_s', '-')} cells/s, "
                   f"process {process_s:.0f} s, exit {rc}", flush=True)

@@ -66,7 +66,8 @@ def table5(found: Depth) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     def row(label: str, s: Survival) -> tuple[str, ...]:
         return (label, f"{s.distinct:,}", _pct(s.survival_pct), f"{s.witnessed:,}", _pct(s.miss_pct))
 
-    rows = [row("operator scale (levels 1–2)", found.operator), row("architecture scale (level 3)", found.architecture)]
+    rows = [row(label, s) for label, s in (("operator scale (levels 1–2)", found.operator),
+                                           ("architecture scale (level 3)", found.architecture)) if s.distinct]
     rows += [row(f"level 3, quartile {q + 1} of depth" + (" (input end)" if q == 0 else " (output end)" if q == 3 else ""), s)
              for q, s in enumerate(found.quartiles) if s.distinct]
     return ("", "distinct", f"survive {found.protocol}", "witnessed", f"missed by {found.protocol}"), rows

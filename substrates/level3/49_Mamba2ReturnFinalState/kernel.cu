@@ -7,36 +7,53 @@
 //   acs[b, cc, l, h]  = sum_{l' <= l} A[b, cc*L + l', h]            (A_cumsum, kept in A's layout)
 //   S[z, p, n]        = sum_l X[l, p] * exp(acs[L-1] - acs[l]) * B[l, n] (intra-chunk states,
 //                       z = (b, cc, h))
-//   Z[k]              = cumsum of (0, acs[0, L-1], acs[1, L-1], ...)      (pad then cumsum)
+//   Z[b, h, k]        = cumsum of (0, acs[0, L-1], acs[1, L-1], ...)      (pad then cumsum)
 //   out[b, h, p, n]   = sum_{c' <= c} exp(Z[c] - Z[c']) * Sin[c'],  Sin = (initial, S[0], S[1], ...)
+// The state can cancel far below its terms (exp of cumsums of randn reaches 1e20), so the rounding
+// follows the reference's own fp32 evaluation: the cumsums associate as torch's CUDA scan does
+// (cumsum_scan), every exp takes the same difference of cumsums, and each product is one fp32 FMA
+// chain over its contracted index in order (a plain GEMM's k loop).
 // The matmul is a TILE x TILE shared-memory tiled product batched over (b, cc, h) through grid z,
-// one thread per output element, each tile's partial product summed separately (fp32).
+// one thread per output element.
 #define TILE 16
 
-// Inclusive prefix sum along one dimension of a tensor seen as (outer, len, inner): one block per
-// row, chunks of blockDim.x scanned Hillis-Steele in shared memory plus a running carry.
+// Inclusive prefix sum along one dimension of a tensor seen as (outer, len, inner), associated as
+// torch's CUDA cumsum of a last dimension associates it: one block of nx = 2^log_nx threads per
+// row (launch.py picks log_nx as torch does), chunks of 2 * nx elements scanned in shared memory by
+// Sklansky's method (at step m, each element of the upper half of a 2^(m+1) group adds the last
+// element of the lower half), the total of the chunks before added to a chunk's first element.
 extern "C" __global__ void cumsum_scan(const float* __restrict__ x, float* __restrict__ out,
-                                       long long rows, int len, int inner) {
-    __shared__ float sdata[256];
+                                       long long rows, int len, int inner, int log_nx) {
+    __shared__ float sdata[1024];  // 2 * nx, nx <= 512
     long long row = blockIdx.x;
     if (row >= rows) return;  // whole block leaves together, so no barrier is skipped
     long long base = (row / inner) * len * inner + row % inner;
+    int nx = 1 << log_nx;  // == blockDim.x
 
     float carry = 0.0f;  // every thread keeps the same copy
-    for (int start = 0; start < len; start += blockDim.x) {
-        int j = start + threadIdx.x;
-        sdata[threadIdx.x] = (j < len) ? x[base + (long long)j * inner] : 0.0f;  // the tail adds nothing
+    for (int start = 0; start < len; start += 2 * nx) {
+        int j1 = start + threadIdx.x;
+        int j2 = start + nx + threadIdx.x;
+        sdata[threadIdx.x] = (j1 < len) ? x[base + (long long)j1 * inner] : 0.0f;  // the tail adds nothing
+        sdata[nx + threadIdx.x] = (j2 < len) ? x[base + (long long)j2 * inner] : 0.0f;
+        if (threadIdx.x == 0) {
+            sdata[0] = sdata[0] + carry;
+        }
         __syncthreads();
-        for (int offset = 1; offset < blockDim.x; offset <<= 1) {
-            float add = (threadIdx.x >= offset) ? sdata[threadIdx.x - offset] : 0.0f;
-            __syncthreads();  // all reads of this step before any write
-            sdata[threadIdx.x] += add;
+        for (int m = 0; m <= log_nx; ++m) {
+            int half = 1 << m;
+            int a = ((threadIdx.x >> m) << (m + 1)) + half;  // first element of this thread's upper half
+            int ti = a + (threadIdx.x & (half - 1));
+            sdata[ti] = sdata[ti] + sdata[a - 1];  // a - 1 is in a lower half: nobody writes it this step
             __syncthreads();
         }
-        if (j < len) {
-            out[base + (long long)j * inner] = carry + sdata[threadIdx.x];
+        if (j1 < len) {
+            out[base + (long long)j1 * inner] = sdata[threadIdx.x];
         }
-        carry += sdata[blockDim.x - 1];
+        if (j2 < len) {
+            out[base + (long long)j2 * inner] = sdata[nx + threadIdx.x];
+        }
+        carry = sdata[2 * nx - 1];
         __syncthreads();  // everyone has read the chunk total before the next chunk is loaded
     }
 }
@@ -76,11 +93,9 @@ extern "C" __global__ void chunk_states(const float* __restrict__ Bm, const floa
         }
         bs[ty][tx] = bv;
         __syncthreads();
-        float part = 0.0f;
         for (int m = 0; m < TILE; ++m) {
-            part += xs[ty][m] * bs[m][tx];
+            acc += xs[ty][m] * bs[m][tx];
         }
-        acc += part;
         __syncthreads();
     }
     if (p < P && n < N) {
@@ -88,15 +103,33 @@ extern "C" __global__ void chunk_states(const float* __restrict__ Bm, const floa
     }
 }
 
+// Zin[b, h, k] = 0 for k == 0, else acs[b, k-1, L-1, h]: F.pad(A_cumsum[..., -1], (1, 0)), (b, h, c+1),
+// which cumsum_scan then turns into Z. One thread per element.
+extern "C" __global__ void chunk_totals(const float* __restrict__ acs, float* __restrict__ zin,
+                                        int batch, int T, int L, int H, int nchunks) {
+    long long total = (long long)batch * H * (nchunks + 1);
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) {
+        int k = (int)(i % (nchunks + 1));
+        int h = (int)((i / (nchunks + 1)) % H);
+        int bb = (int)(i / ((long long)(nchunks + 1) * H));
+        float v = 0.0f;
+        if (k > 0) {
+            v = acs[((long long)bb * T + (long long)(k - 1) * L + (L - 1)) * H + h];
+        }
+        zin[i] = v;
+    }
+}
+
 // Inter-chunk recurrence: for zz in [z_begin, z_begin + z_count),
 //   out[b, zz - z_begin, h, p, n] = sum_{c' <= zz} exp(Z[zz] - Z[c']) * Sin[b, c', h, p, n]
-// with Z = cumsum(0, acs[b, 0, L-1, h], ..., acs[b, c-1, L-1, h]) (Z[0] = 0, summed left to
-// right) and Sin[c'] = initial[b, 0, h, p, n] if c' == 0 (zero when has_init == 0) else
-// S[b, c'-1, h, p, n]. One thread per output element; the chunk loops are short (c + 1 terms).
+// with Z the cumsum of the padded chunk totals, (b, h, c+1), and Sin[c'] = initial[b, 0, h, p, n]
+// if c' == 0 (zero when has_init == 0) else S[b, c'-1, h, p, n]. One thread per output element;
+// the chunk loop is short (c + 1 terms) and sums in order, as the reference's product over c does.
 extern "C" __global__ void state_passing(const float* __restrict__ S, const float* __restrict__ init,
-                                         int has_init, const float* __restrict__ acs,
-                                         float* __restrict__ out, int batch, int T, int L, int H,
-                                         int P, int N, int nchunks, int z_begin, int z_count) {
+                                         int has_init, const float* __restrict__ Z,
+                                         float* __restrict__ out, int batch, int H, int P, int N,
+                                         int nchunks, int z_begin, int z_count) {
     long long total = (long long)batch * z_count * H * P * N;
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < total) {
@@ -106,13 +139,8 @@ extern "C" __global__ void state_passing(const float* __restrict__ S, const floa
         int zi = (int)((i / (pn * H)) % z_count);
         int bb = (int)(i / (pn * H * z_count));
         int zz = z_begin + zi;
-        const float* tot = acs + (long long)bb * T * H + (long long)(L - 1) * H + h;  // chunk cc at tot[cc*L*H]
-        float zend = 0.0f;  // Z[zz]
-        for (int cc = 0; cc < zz; ++cc) {
-            zend += tot[(long long)cc * L * H];
-        }
+        const float* zrow = Z + ((long long)bb * H + h) * (nchunks + 1);
         float acc = 0.0f;
-        float zc = 0.0f;  // Z[c']
         for (int cp = 0; cp <= zz; ++cp) {
             float sv;
             if (cp == 0) {
@@ -120,10 +148,7 @@ extern "C" __global__ void state_passing(const float* __restrict__ S, const floa
             } else {
                 sv = S[(((long long)bb * nchunks + (cp - 1)) * H + h) * pn + e];
             }
-            acc += expf(zend - zc) * sv;
-            if (cp < nchunks) {
-                zc += tot[(long long)cp * L * H];
-            }
+            acc += expf(zrow[zz] - zrow[cp]) * sv;
         }
         out[i] = acc;
     }

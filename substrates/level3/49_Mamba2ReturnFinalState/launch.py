@@ -1,5 +1,15 @@
 TILE = 16    # matches TILE in kernel.cu
-BLOCK = 256  # matches sdata[256] in cumsum_scan; also the block of state_passing
+BLOCK = 256  # the block of the flat kernels (chunk_totals, state_passing)
+
+
+def scan_log_threads(rows, length):
+    """log2 of the threads per row torch's CUDA cumsum of a last dimension uses (2x as many
+    elements per chunk), as its get_log_num_threads_x_inner_scan computes it in uint32: the
+    kernel's association of the sum follows from it."""
+    lx = (length - 1).bit_length()  # the least lx with 2**lx >= length
+    ly = (rows - 1).bit_length()
+    lx = ((9 + lx - ly) % (1 << 32)) // 2
+    return min(max(4, lx), 9)
 
 
 def launch(k, model, X, initial_states=None):
@@ -19,7 +29,8 @@ def launch(k, model, X, initial_states=None):
     # A_cumsum: cumsum over the l of each chunk; A seen as (b * c, L, H), scanned along L
     acs = k.empty_like(A)
     rows = b * nchunks * H
-    k.cumsum_scan(A, acs, rows, L, H, grid=rows, block=BLOCK)
+    lg = scan_log_threads(rows, L)
+    k.cumsum_scan(A, acs, rows, L, H, lg, grid=rows, block=1 << lg)
 
     # 2. intra-chunk states (b, c, h, p, n)
     S = k.empty(b, nchunks, H, P, N, dtype=X.dtype)
@@ -27,6 +38,12 @@ def launch(k, model, X, initial_states=None):
                    grid=(k.cdiv(N, TILE), k.cdiv(P, TILE), Z), block=(TILE, TILE))
 
     # 3. inter-chunk recurrence, only its last row z = c (new_states[:, -1])
+    zin = k.empty(b, H, nchunks + 1, dtype=X.dtype)
+    n = zin.numel()
+    k.chunk_totals(acs, zin, b, T, L, H, nchunks, grid=k.cdiv(n, BLOCK), block=BLOCK)
+    zc = k.empty_like(zin)
+    lg = scan_log_threads(b * H, nchunks + 1)
+    k.cumsum_scan(zin, zc, b * H, nchunks + 1, 1, lg, grid=b * H, block=1 << lg)
     if initial_states is None:
         init, has_init = S, 0  # not read: the zero initial state is written into the kernel
     else:
@@ -34,6 +51,6 @@ def launch(k, model, X, initial_states=None):
         assert tuple(init.shape) == (b, 1, H, P, N)
     out = k.empty(b, H, P, N, dtype=X.dtype)
     n = out.numel()
-    k.state_passing(S, init, has_init, acs, out, b, T, L, H, P, N, nchunks, nchunks, 1,
+    k.state_passing(S, init, has_init, zc, out, b, H, P, N, nchunks, nchunks, 1,
                     grid=k.cdiv(n, BLOCK), block=BLOCK)
     return out
