@@ -21,6 +21,8 @@ def task(command: dict) -> object:
         os._exit(139)  # as a CUDA illegal-address abort would end the process
     if what == "hang":
         time.sleep(3600)
+    if what == "env":
+        return os.environ.get(command["name"])
     if what == "kbm-error":
         raise ProblemError("bad problem", "somewhere.py")
     raise ValueError("unexpected")
@@ -195,3 +197,31 @@ def test_a_worker_closed_while_its_child_warms_up_says_closed() -> None:
     assert [type(e) for e in raised] == [WorkerClosed]  # not an AttributeError from the closed worker's state
     time.sleep(0.2)
     assert not mp.active_children()
+
+
+def test_children_forked_from_a_preloading_server_run_crash_and_see_the_parents_environment() -> None:
+    os.environ.pop("KBM_TEST_SET_LATER", None)
+    with Worker(TARGET, {"KBM_TEST_OWN": "mine"}, preload=("json",)) as worker:  # no spare: each start forks anew
+        first = worker.run({"do": "env", "name": "KBM_TEST_OWN"}, timeout=60)
+        assert first.value == "mine"
+        assert worker.run({"do": "env", "name": "KBM_TEST_SET_LATER"}, timeout=60).value is None
+        os.environ["KBM_TEST_SET_LATER"] = "now"  # after the fork server started: the next start carries it
+        try:
+            assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+            assert worker.run({"do": "env", "name": "KBM_TEST_SET_LATER"}, timeout=60).value == "now"
+        finally:
+            del os.environ["KBM_TEST_SET_LATER"]
+    assert worker.restarts == 1
+
+
+def test_a_prestarted_worker_takes_a_child_that_warmed_before_the_first_task() -> None:
+    with Worker(TARGET, warm="test_workers:nap", spares=1) as worker:
+        worker.prestart()
+        assert len(worker._spares) == 2 and worker._proc is None  # the first child and its spare
+        deadline = time.monotonic() + 60
+        while not worker._spares[0][1].poll(0.1) and time.monotonic() < deadline:
+            pass  # both warm while "the first problem compiles"
+        assert worker.run({"do": "echo", "value": 0}, timeout=60).status == "ok"
+        assert worker.found_warm == 1 and len(worker._spares) == 1
+        worker.prestart()  # once a child works, it does nothing
+        assert len(worker._spares) == 1

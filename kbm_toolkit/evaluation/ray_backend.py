@@ -244,6 +244,9 @@ class RayWorker:
         finally:
             self.actor_s += time.monotonic() - begun
 
+    def prestart(self) -> None:
+        """As `Worker.prestart`, a no-op here: the actor starts its own children when it is placed."""
+
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """As `Worker.run`: send `task`, wait up to `timeout` seconds for each message, the final
         reply (`crash` when the actor was lost)."""

@@ -213,6 +213,7 @@ class _Run:
 
     def _serve(self, worker: Worker) -> None:
         """A worker's thread: drive each plan handed on on `worker`, until none is left or the run stops."""
+        worker.prestart()  # its children warm while the first problem compiles
         while True:
             asked = time.monotonic()
             plan = self.work.get()

@@ -161,6 +161,7 @@ class Worker:
     def _start(self) -> None:
         if self._closed:  # a thread still driving tasks after close() would leave orphans behind
             raise WorkerClosed
+        start = time.monotonic()  # a fork server's first spawn waits for its imports: that is waiting too
         self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
         alive = [s for s in self._spares if s[0].is_alive()]
         self.spares_lost += len(self._spares) - len(alive)
@@ -173,7 +174,6 @@ class Worker:
         proc, conn = self._proc, self._conn = chosen or self._spawn()
         while len(self._spares) < self.spares:
             self._spares.append(self._spawn())
-        start = time.monotonic()
         if not conn.poll(READY_TIMEOUT_S):
             raise EOFError("the worker did not finish starting")
         _, ready, _ = conn.recv()  # `ready`; EOFError if it died starting
@@ -184,6 +184,15 @@ class Worker:
         spawned = self._spawned.pop(proc.pid, ready["entered"])
         self.warm_s.append(ready["at"] - spawned)
         self.warm_parts.append({"start": ready["entered"] - spawned, **ready["parts"]})
+
+    def prestart(self) -> None:
+        """Start the first child and the spares now, without waiting for them to warm (e.g. while
+        the first task is still being planned); the first task takes the first of them that is warm."""
+        if self._closed or self._proc is not None or self._spares:
+            return
+        start = time.monotonic()
+        self._spares = [self._spawn() for _ in range(self.spares + 1)]
+        self.waited_s += time.monotonic() - start  # a fork server's first spawn waits for its imports
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """Send `task`, wait up to `timeout` seconds; a dead or overrunning worker is replaced."""
