@@ -6,9 +6,9 @@ on it, so a folder of a hundred samples costs one input build per share, not a h
 several workers, problems are shared out while there are fewer than two shares per worker). The
 parent never touches CUDA; it follows what the worker streams, charges a crash or an overrun to
 the submission and input under way (a file that crashes or hangs while loading is a
-`load_error`), resumes the rest in a fresh worker, and is the only writer of the store. Cells keep margins, as the kill matrix's do,
-so each protocol's verdict is a query (`analysis.submissions`); a run stopped at any moment
-resumes where it stopped.
+`load_error`), resumes the rest in a fresh worker, and is the only writer of the store. Cells
+keep margins, as the kill matrix's do, so each protocol's verdict is a query
+(`analysis.submissions`); a run stopped at any moment resumes where it stopped.
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def table5(found: Depth) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
     rows = [row(label, s) for label, s in (("operator scale (levels 1–2)", found.operator),
                                            ("architecture scale (level 3)", found.architecture)) if s.distinct]
-    rows += [row(f"level 3, quartile {q + 1} of depth" + (" (input end)" if q == 0 else " (output end)" if q == 3 else ""), s)
+    ends = {0: " (input end)", len(found.quartiles) - 1: " (output end)"}
+    rows += [row(f"level 3, quartile {q + 1} of depth{ends.get(q, '')}", s)
              for q, s in enumerate(found.quartiles) if s.distinct]
     return ("", "distinct", f"survive {found.protocol}", "witnessed", f"missed by {found.protocol}"), rows
 
