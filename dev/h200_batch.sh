@@ -28,6 +28,7 @@
 #                                           shards (the demo pool as one run and as two shards merged; their cells compared)
 #                                           level3-pilot (placed mutants of L3_PROBLEMS, an L3_SAMPLE share, kernelbench's
 #                                           inputs; the store comes back as l3.db.xz)
+#                                           l3-pool (issue 28's pool, resumable from a carried .kbm/l3-live.db.xz)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -234,6 +235,27 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 > "$OUT/logs/l3-runs.txt" 2>&1
             python3 -c "import sqlite3; sqlite3.connect('/tmp/l3.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             xz -T0 -6 -c /tmp/l3.db > "$OUT/l3.db.xz" ;;
+        l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
+                  # L3_SAMPLE share (default 0.1), resumable: the store travels as .kbm/l3-live.db.xz (carry it;
+                  # the first call starts from .kbm/gate.db, gated by gate-level3, and mutates every network)
+            if [ ! -f /tmp/l3-live.db ]; then
+                if [ -f .kbm/l3-live.db.xz ]; then xz -dc .kbm/l3-live.db.xz > /tmp/l3-live.db
+                else cp .kbm/gate.db /tmp/l3-live.db; fi
+            fi
+            kb3() { python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
+                        --kbv third_party/kernel_bench_verified "$@"; }
+            if [ "$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/l3-live.db').execute(
+                    \"select count(*) from sqlite_master where name = 'mutants'\").fetchone()[0] and sqlite3.connect(
+                    '/tmp/l3-live.db').execute(\"select count(*) from mutants where problem like 'level3/%'\").fetchone()[0])")" = 0 ]; then
+                kb3 mutate --level level3 > "$OUT/logs/l3-pool-mutate.txt" 2>&1
+                echo "mutate --level level3: exit $?; $(tail -n 1 "$OUT/logs/l3-pool-mutate.txt")"
+            fi
+            stop_at "$(( $(left) - 45 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
+                --kbv third_party/kernel_bench_verified run --level level3 --inputs "${L3_INPUTS:-kernelbench,kbv,fuzz}" \
+                --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
+            echo "run --level level3: exit $? (130: stopped at the call's limit; the next call resumes)"
+            python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+            xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-level3) gate --level level3 ;;
