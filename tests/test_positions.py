@@ -53,7 +53,7 @@ def cubin(source: str) -> bytes:
 def test_the_kernels_a_mutation_changed_are_read_off_the_cubins(source: str, edit: tuple[str, str],
                                                                   expected: set[str]) -> None:
     kernels = {"a", "b", "c"} if "void c" in source else {"a", "b"}
-    assert changed_kernels(cubin(source), cubin(source.replace(*edit)), kernels) == expected
+    assert changed_kernels(sections(cubin(source)), sections(cubin(source.replace(*edit))), kernels) == expected
 
 
 def test_a_file_that_is_not_a_cubin_is_one_error() -> None:

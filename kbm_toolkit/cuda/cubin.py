@@ -39,12 +39,13 @@ def sections(cubin: bytes) -> dict[str, bytes | int]:
     return found
 
 
-def changed_kernels(original: bytes, mutated: bytes, kernels: Iterable[str]) -> set[str]:
+def changed_kernels(before: dict[str, bytes | int], after: dict[str, bytes | int],
+                    kernels: Iterable[str]) -> set[str]:
     """The kernels (of `kernels`, the source's entry points) whose sections differ between two
-    images of one source; all of them when a section that belongs to none differs (a device
-    function NVRTC did not inline, a `__constant__` array), since any kernel may use it."""
+    images of one source (`sections` of each); all of them when a section that belongs to none
+    differs (a device function NVRTC did not inline, a `__constant__` array), since any kernel
+    may use it."""
     kernels = set(kernels)
-    before, after = sections(original), sections(mutated)
     changed: set[str] = set()
     for name in (set(before) | set(after)) - BOOKKEEPING:
         if before.get(name) == after.get(name):

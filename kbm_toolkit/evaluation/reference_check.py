@@ -164,13 +164,13 @@ def refcheck(store: Any, problems: list[Problem], protocol: Protocol) -> Refchec
     for problem in problems:
         mine = [checks[s.id] for s in protocol.specs(problem) if s.id in checks]
         raised = [r["note"] for r in mine if (r["note"] or "").startswith(RAISED)]
+        why = f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)" if raised else ""
         if problem.key in stopped:  # what was stored before the check stopped says nothing of the rest
-            raised = [f"the check stopped: {stopped[problem.key]}"]
+            why = f"the check stopped: {stopped[problem.key]}"
         counted = [c for c in (wrong_positions(r, protocol.tolerance) for r in mine) if c is not None]
         worst = max(counted, default=None)
         rows.append(RefcheckRow(problem.key, len(mine), max((r["fp64_margin"] or 0.0 for r in mine), default=0.0),
                                 max((r["ref_abs_max"] or 0.0 for r in mine), default=0.0), flagged.get(problem.key, ""),
-                                (raised[0] if problem.key in stopped else
-                                 f"{raised[0]} (on {len(raised)} of {len(mine)} inputs)") if raised else "",
+                                why,
                                 *(worst or (None, None))))
     return Refcheck(protocol, "cuda" if env.get("cuda") else "cpu", rows, stopped)

@@ -53,7 +53,7 @@ def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: 
                           on_progress=(lambda n: progress.advance(task, n)) if progress else None)
         if substrate.positioned:
             screened = place(screened, launch_sequence(problem, substrate), substrate.source, arch)
-        diffs = {s.mutant.id: s.mutant.diff(substrate) for s in screened}
+        diffs = _diffs(screened, substrate)
         if progress:
             progress.update(task, completed=len(mutants))
         store.record_problem(problem)
@@ -62,3 +62,16 @@ def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: 
         summary.add(screened)
     return summary
 
+
+def _diffs(screened: list[Any], substrate: Any) -> dict[str, str]:
+    """Each mutant's diff against the substrate, computed once per mutated file: a site's placed
+    mutants (`mutation.positions`) share it, and a network's kernel.cu is long."""
+    by_text: dict[tuple[str, str], str] = {}
+    diffs = {}
+    for s in screened:
+        m = s.mutant
+        key = (m.target, m.kernel_source if m.target == "kernel" else m.launcher_source)
+        if key not in by_text:
+            by_text[key] = m.diff(substrate)
+        diffs[m.id] = by_text[key]
+    return diffs

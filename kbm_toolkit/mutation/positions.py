@@ -21,7 +21,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
-from kbm_toolkit.cuda.cubin import changed_kernels
+from kbm_toolkit.cuda.cubin import changed_kernels, sections
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.mutation.mutants import Mutant, mutant_id
 from kbm_toolkit.mutation.screening import Screened
@@ -99,7 +99,7 @@ def stored(rows: Iterable[dict[str, Any]], generated: Iterable[Mutant]) -> list[
 def place(screened: list[Screened], sequence: list[str], original_kernel: str, arch: str) -> list[Screened]:
     """The screened mutants of a positioned substrate, each kernel mutant that compiled to an
     image of its own replaced by its placed mutants (deduplicated again, by image and launch)."""
-    original = compile_source(original_kernel, arch).cubin
+    original = sections(compile_source(original_kernel, arch).cubin)  # once: every mutant is compared with it
     kernels = set(sequence)
     placed: list[Screened] = []
     seen: dict[tuple[str | None, str, str], str] = {}
@@ -109,7 +109,7 @@ def place(screened: list[Screened], sequence: list[str], original_kernel: str, a
             placed.append(s)
             continue
         image = compile_source(m.kernel_source, arch)  # cached since screening compiled it
-        where = placements(sequence, changed_kernels(original, image.cubin, kernels), image.image_hash)
+        where = placements(sequence, changed_kernels(original, sections(image.cubin), kernels), image.image_hash)
         if not where:  # no kernel it changes runs at the official shapes: kept whole
             placed.append(s)
             continue

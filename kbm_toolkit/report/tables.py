@@ -22,12 +22,9 @@ def table1(store: Any, official: dict[str, Any],
     official check's misses; with `columns` ((header, level, every level but it, its official
     audit) each), one column per part of the pool, as the paper's operator and architecture scales."""
     if columns:
-        parts = [_table1_column(store, audit, level, other) for _, level, other, audit in columns]
-        labels = [label for label, _ in parts[0]]
-        rows = [(label, *(dict(part).get(label, "–") for part in parts)) for label in labels]
-        for part in parts[1:]:  # a row only one part has (its sample, its exclusions) goes last
-            rows += [(label, *(dict(q).get(label, "–") for q in parts)) for label, _ in part if label not in labels]
-            labels += [label for label, _ in part if label not in labels]
+        parts = [dict(_table1_column(store, audit, level, other)) for _, level, other, audit in columns]
+        labels = dict.fromkeys(label for part in parts for label in part)  # a row only a later part has goes last
+        rows = [(label, *(part.get(label, "–") for part in parts)) for label in labels]
         return ("", *(header for header, _, _, _ in columns)), rows
     return ("", "count"), _table1_column(store, official)
 
