@@ -57,8 +57,10 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 os._exit(134)
             if what == "hang":
                 time.sleep(3600)
-            if what == "poison":
-                yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "crash", "note": "fake"}
+            if what == "poison":  # it says its launch crashed after 75 ms, whatever the time since `start`
+                time.sleep(delay)
+                yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "crash", "note": "fake",
+                       "load_ms": 0.5, "crash_ms": 75.0}
                 yield {"kind": "poisoned", "mutant": m["id"], "input": spec.id}
                 return
             time.sleep(delay)

@@ -106,11 +106,11 @@ def test_the_baseline_borrows_the_new_runs_bytes_and_the_table_says_so():
            "cells_per_s": 20.0, "seconds": {**{k: v for k, v in SECONDS.items() if k != "checking"},
                                             "comparing": 15.0}}
     new = {"evaluator": "new", "rep": 0, "run": 5, "cells": 1000, "wall_s": 25.0, "process_s": 35.0,
-           "cells_per_s": 40.0, "seconds": SECONDS, "compared_bytes": 8e12}
+           "cells_per_s": 40.0, "seconds": {**SECONDS, "crashed": 10.0, "other": 0.0}, "compared_bytes": 8e12}
     rows = bench.with_floors([old, new], 4e12)
     assert rows[0]["bytes_borrowed"] and rows[0]["floor_s"] == 2.0 and rows[0]["compare_over_floor"] == 7.5
     assert "bytes_borrowed" not in rows[1] and rows[1]["compare_over_floor"] == 5.0
-    assert rows[1]["share_not_launches"] == 0.4
+    assert rows[1]["share_not_launches"] == 0.4 and rows[1]["share_not_any_launch"] == 0.3
     text = bench.table(rows)
     lines = text.splitlines()
     labels = [line.split()[0] for line in lines[1:]]

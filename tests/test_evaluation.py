@@ -113,9 +113,11 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
     assert split["comparing"] == pytest.approx(launched * 0.25 / 1000, abs=0.01)
     assert split["checking"] == pytest.approx(launched * 0.125 / 1000, abs=0.01)
     assert summary.compared_bytes == launched * 64
-    # each input is checked once; a restarted worker builds it and runs its reference again, and counts
+    # each input is checked once; a restarted worker builds it and runs its reference again, and
+    # that counts apart, as rebuilding
     assert split["correct"] == pytest.approx(store.db["input_checks"].count / 1000)
-    assert split["building"] == split["references"] > split["correct"]
+    assert split["building"] == split["references"] == pytest.approx(split["correct"])
+    assert split["rebuilding"] >= 2 * 2 / 1000  # a restart after the hang and one after the crash
     assert split["crashed"] >= 1.5  # the hang ran until its deadline
     assert split["planning"] > 0 and split["tail"] >= 0
     assert sum(v for k, v in split.items() if k != "wall") == pytest.approx(split["wall"], abs=0.05)
@@ -124,6 +126,17 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
                       "compared_bytes": summary.compared_bytes}
     # the first child and one per restart (the hang and the crash), each warm-up timed
     assert summary.spares["starts"] == 1 + summary.restarts and summary.spares["warm_s_median"] > 0
+
+
+def test_a_crash_the_worker_timed_is_charged_as_it_timed_it(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE_DELAY", "0.2")  # each cell takes 0.2 s: a crash charged from its start would show
+    summary = evaluate(store, monkeypatch, {ids[0]: "poison"})
+    crashes = store.db.execute("select count(*) from cells where mutant = ? and outcome = 'crash'", [ids[0]]).fetchone()[0]
+    assert crashes == 1
+    # the fake says its crashed launch took 75 ms: that, not the 0.2 s since the launch began
+    assert summary.seconds["crashed"] == pytest.approx(0.075)
 
 
 def test_witnesses_and_verdicts_are_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,12 +8,13 @@ from typing import Any
 
 TIME_SPLIT = {
     "launches": "mutants' launches (launcher and kernel, synchronised)",
-    "crashed": "launches that crashed or hung, until the crash or the deadline",
+    "crashed": "launches that crashed or hung, until the error came (as the worker timed it) or the deadline",
     "loading": "loading mutants' images into the worker",
     "comparing": "comparing outputs with the references (before 2026-12-02 also checking for overwrites)",
     "checking": "checksums: whether a mutant wrote over its inputs, weights or references",
     "building": "building models and inputs",
     "references": "running references",
+    "rebuilding": "building an input checked before and its references again (after a restart, or an earlier run)",
     "correct": "running the correct kernel",
     "freeing": "handing an input's memory back to the GPU before inputs of other shapes",
     "spares": "waiting for a spare worker to finish starting",

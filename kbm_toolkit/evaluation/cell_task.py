@@ -427,12 +427,15 @@ class _CellTask:
                 cell["margins"] = margins
             del out
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
-            cell.update(outcome=Outcome.CRASH, note=e.line())
+            cell.update(outcome=Outcome.CRASH, note=e.line(), crash_ms=(time.perf_counter() - start) * 1000)
         except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
-            cell.update(outcome=Outcome.CRASH, note=f"OutOfMemoryError: {str(e)[:200]}")
+            cell.update(outcome=Outcome.CRASH, note=f"OutOfMemoryError: {str(e)[:200]}",
+                        crash_ms=(time.perf_counter() - start) * 1000)
             torch.cuda.empty_cache()
         except Exception as e:  # a CUDA error: the context is gone for good
-            cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}")
+            # crash_ms: from the launch (or the compare that surfaced its error) until the error came
+            cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}",
+                        crash_ms=(time.perf_counter() - start) * 1000)
             return False
         return True
 

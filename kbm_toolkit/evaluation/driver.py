@@ -161,8 +161,8 @@ class _Driver:
         self.current = {**rec, "at": time.monotonic()}
 
     def _cell(self, rec: dict[str, Any]) -> None:
-        if "ms" not in rec and self.current:
-            self._lost()
+        if "ms" not in rec and "crash_ms" not in rec and self.current:
+            self._lost()  # a worker that timed its own crashed launch charges it itself (`crash_ms`)
         self._take(rec)
         self.current = {}
         self.progressed = True

@@ -34,9 +34,9 @@ class RunSummary:
 
 
 RECORD_MS = {RecordKind.CELL: {"ms": "launches", "load_ms": "loading", "compare_ms": "comparing",
-                               "check_ms": "checking"},
+                               "check_ms": "checking", "crash_ms": "crashed"},
              RecordKind.INPUT: {"build_ms": "building", "ref_ms": "references", "kernel_ms": "correct"},
-             RecordKind.REBUILT: {"build_ms": "building", "ref_ms": "references"},
+             RecordKind.REBUILT: {"build_ms": "rebuilding", "ref_ms": "rebuilding"},
              RecordKind.MARGINS: {"kernel_ms": "correct"}}
 """Per record kind, its milliseconds fields and the `TIME_SPLIT` part each is charged to."""
 
