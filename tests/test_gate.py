@@ -48,6 +48,23 @@ def test_an_input_past_the_validity_ceiling_is_not_the_substrate_s_fault() -> No
     assert outcome == "ceiling"
 
 
+class Cancelling(torch.nn.Module):
+    """x + 90 in fp64; in fp32 the 90 is lost to cancellation against 1e8, so the reference is x."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + (x * 1e8 + 1 - x * 1e8) * 90
+
+
+def test_a_reference_with_no_correct_digit_judges_no_substrate() -> None:
+    x = torch.tensor([10.0])
+    ref = Cancelling()(x)  # 10 where fp64 says 100: a margin of 90 / 11, past 1
+    far = torch.tensor([1.0])  # 99 / 2 from fp64: more than twice the reference's miss
+    assert fp64_adjudication(Cancelling(), [x], ref, far, 1e-3)[0] == "ceiling"
+    # where the reference keeps a digit, a substrate more than twice as far off is still wrong
+    x = torch.tensor([[1e8, 1.0, -1e8, 1.0]])
+    assert fp64_adjudication(Sum(), [x], Sum()(x), torch.tensor([-4.0]), 1e-3)[0] == "value"
+
+
 def test_a_random_reference_is_unrefereeable() -> None:
     torch.manual_seed(0)
     drop = torch.nn.Dropout(0.2)  # training mode, as KernelBench leaves it

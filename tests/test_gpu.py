@@ -156,3 +156,31 @@ def test_a_tf32_reference_is_computed_once_per_input_and_its_margins_stored(tmp_
     same = json.loads(by_problem[relu.key]["margins"])[margin_key(PYTORCH_DEFAULT, "output", 1.0)]
     assert tf32 > 10 * by_problem[conv.key]["margin"]  # TF32 noise, far above the fp32 kernel's own
     assert same == by_problem[relu.key]["margin"]  # no convolution: the two references agree bit for bit
+
+
+def test_an_input_a_spare_built_ahead_gives_the_cells_a_fresh_build_gives(demo: ProblemSet) -> None:
+    from dataclasses import asdict
+
+    from kbm_toolkit.evaluation import cell_task as ct
+    from kbm_toolkit.problems.input_spec import official_specs
+    from kbm_toolkit.mutation.mutants import generate
+    from kbm_toolkit.mutation.rules import load_rules
+
+    problem = demo.get("demo/1")
+    substrate = substrate_for(problem)
+    mutant = next(m for m in generate(substrate, load_rules()) if m.rule == "mul2div" and m.target == "kernel")
+    spec = official_specs(problem)[0]
+    image = compile_source(mutant.kernel_source, device_arch())
+    task = {"problem": problem.record(), "substrate": str(substrate.folder), "specs": [spec.record()],
+            "original": asdict(compile_source(substrate.source, device_arch())), "margins": [],
+            "mutants": [{"id": mutant.id, "image": asdict(image), "kernel_source": mutant.kernel_source,
+                         "launcher_source": None, "launch": None}]}
+    fresh = list(ct.cell_task(task))
+    check = next(r for r in fresh if r["kind"] == "input")
+    ct.prepare({**{k: task[k] for k in ("problem", "substrate", "original", "margins")}, "spec": spec.record()})
+    assert len(ct._PREPARED) == 1
+    again = list(ct.cell_task({**task, "valid": {spec.id: check["margin"]}, "checked": [spec.id]}))
+    assert [r["kind"] for r in again if r["kind"] in ("input", "rebuilt")] == ["rebuilt"]
+    assert next(r for r in again if r["kind"] == "rebuilt").get("ahead") is True and not ct._PREPARED
+    cells = [[(r["outcome"], r["margin"]) for r in records if r["kind"] == "cell"] for records in (fresh, again)]
+    assert cells[0] == cells[1] and len(cells[0]) == 1

@@ -30,6 +30,21 @@ def task(command: dict) -> object:
 
 TARGET = "test_workers:task"
 
+AHEAD: list = []
+"""What this process was handed to prepare, as a spare (`ahead`)."""
+
+
+def ahead(payload: object) -> None:
+    """A `prepare` function for these tests: keep the payload, for the task this child may get."""
+    AHEAD.append(payload)
+
+
+def told(command: dict) -> object:
+    """A worker target that answers what its child prepared before the task came."""
+    if command["do"] == "crash":
+        os._exit(139)
+    return {"pid": os.getpid(), "ahead": list(AHEAD)}
+
 
 def nap() -> dict[str, float]:
     """A warm-up that reports its one part, as `cell_task.warm_up` reports its imports, context and handles."""
@@ -225,3 +240,42 @@ def test_a_prestarted_worker_takes_a_child_that_warmed_before_the_first_task() -
         assert worker.found_warm == 1 and len(worker._spares) == 1
         worker.prestart()  # once a child works, it does nothing
         assert len(worker._spares) == 1
+
+
+def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
+    with Worker("test_workers:told", spares=2, prepare="test_workers:ahead") as worker:
+        first = worker.run({"do": "echo"}, timeout=60)
+        assert first.value["ahead"] == []  # a child put to work before any payload
+        worker.prepare("input 1")
+        worker.prepare("input 2")  # the latest payload stands
+        standby = worker._standby
+        assert standby is worker._spares[0]
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        after = worker.run({"do": "echo"}, timeout=60)
+        # the briefed spare took over, with both payloads handed to it in order
+        assert after.value["pid"] == standby[0].pid and after.value["ahead"] == ["input 1", "input 2"]
+        # and the spare next in line has the standing payload, and nothing else
+        assert len(worker._spares) == 2 and worker._standby is worker._spares[0]
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
+
+
+def test_without_a_prepare_function_nothing_is_handed_to_spares() -> None:
+    with Worker("test_workers:told", spares=1) as worker:
+        worker.prepare("input 1")
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == []
+
+
+def test_the_fork_server_starts_before_any_worker_asks_for_a_child() -> None:
+    import subprocess
+    import sys
+
+    script = ("import multiprocessing.forkserver as f\n"
+              "from kbm_toolkit.evaluation.workers import start_server\n"
+              "assert f._forkserver._forkserver_pid is None\n"
+              "start_server(('json',))\n"
+              "assert f._forkserver._forkserver_pid is not None\n"
+              "assert f._forkserver._preload_modules == ['json']\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

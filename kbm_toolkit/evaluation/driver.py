@@ -144,13 +144,27 @@ class _Driver:
                                       if rec["valid"] else None)
         if not rec["valid"]:
             self.done.update((m["id"], rec["input"]) for m in self.mutants)
-        elif self.settled is not None:
-            self.settled.check(rec["input"], rec["margin"])
+        else:
+            self._prepare(rec["input"])
+            if self.settled is not None:
+                self.settled.check(rec["input"], rec["margin"])
         self.emit(rec)
         self.progressed = True
 
     def _rebuilt(self, rec: dict[str, Any]) -> None:
+        self._prepare(rec["input"])
         self.emit(rec)  # a valid input built again: only its time is news
+
+    def _prepare(self, spec_id: str) -> None:
+        """The worker's mutants run on this valid input now: its next spare builds it too, so a
+        restart after a crash on it (most crashes come on the probe) need not build it again."""
+        spec = next((s for s in self.specs if s.id == spec_id), None)
+        if spec is None:
+            return
+        plan = self.plan
+        self.worker.prepare({"problem": plan.problem.record(), "substrate": str(plan.substrate.folder),
+                             "original": plan.original, "spec": spec.record(),
+                             "margins": [list(m) for m in plan.margins]})
 
     def _margins(self, rec: dict[str, Any]) -> None:
         self.recheck.pop(rec["input"], None)

@@ -13,6 +13,8 @@ CELL_TASK = "kbm_toolkit.evaluation.cell_task:cell_task"
 """The GPU workers' task: a problem's cells, streamed back record by record."""
 CELL_WARM_UP = "kbm_toolkit.evaluation.cell_task:warm_up"
 """What each of `CELL_TASK`'s workers (and spares) runs before its first task."""
+CELL_PREPARE = "kbm_toolkit.evaluation.cell_task:prepare"
+"""What the next spare in line of a `CELL_TASK` worker builds ahead: the input its worker is on."""
 GPU_PRELOAD = ("torch", "cuda.core", "kbm_toolkit.evaluation.cell_task", "kbm_toolkit.evaluation.submission_task",
                "kbm_toolkit.cuda.kernels", "kbm_toolkit.cuda.reference", "kbm_toolkit.cuda.comparison",
                "kbm_toolkit.cuda.checksum", "kbm_toolkit.problems.tensors")

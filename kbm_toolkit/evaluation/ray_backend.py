@@ -247,6 +247,9 @@ class RayWorker:
     def prestart(self) -> None:
         """As `Worker.prestart`, a no-op here: the actor starts its own children when it is placed."""
 
+    def prepare(self, payload: Any) -> None:
+        """As `Worker.prepare`, a no-op here: an actor's spares build nothing ahead."""
+
     def run(self, task: Any, timeout: float | None = None) -> Reply:
         """As `Worker.run`: send `task`, wait up to `timeout` seconds for each message, the final
         reply (`crash` when the actor was lost)."""

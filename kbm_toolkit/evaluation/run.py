@@ -29,12 +29,12 @@ from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.collect import Collector
 from kbm_toolkit.evaluation.compiling import abandon, compile_pool
 from kbm_toolkit.evaluation.driver import run_problem
-from kbm_toolkit.evaluation.options import CELL_TASK, CELL_WARM_UP, GPU_PRELOAD, RunOptions
+from kbm_toolkit.evaluation.options import CELL_PREPARE, CELL_TASK, CELL_WARM_UP, GPU_PRELOAD, RunOptions
 from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work, plan_problem, probe_spec,
                                          stored_mutants, stored_progress)
 from kbm_toolkit.evaluation.shard import run_order
 from kbm_toolkit.evaluation.stats import RunSummary, spare_stats, split_seconds
-from kbm_toolkit.evaluation.workers import Worker, WorkerClosed
+from kbm_toolkit.evaluation.workers import Worker, WorkerClosed, start_server
 from kbm_toolkit.judging import extra_margins
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
@@ -70,6 +70,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     run_id = store.start_run(RunKind.CHECK if options.checks_only else RunKind.EVALUATE,
                              {**env, "workers": options.gpus * options.workers_per_gpu})
     run = _Run(store, run_id, arch, options)
+    if options.target == CELL_TASK and options.ray is None:
+        start_server(GPU_PRELOAD)  # it imports torch while the store is read
     for problem in sorted(problems, key=lambda p: run_order(p.key)):
         run.survey(problem, specs_for(problem), source)
     stats = run.go()
@@ -158,7 +160,7 @@ class _Run:
         else:
             self.workers = [Worker(options.target, {"CUDA_VISIBLE_DEVICES": str(i % options.gpus)}
                                    if options.gpus > 1 else {}, warm=warm, spares=spares,
-                                   preload=GPU_PRELOAD if warm else ())
+                                   preload=GPU_PRELOAD if warm else (), prepare=CELL_PREPARE if warm else None)
                             for i in range(options.gpus * options.workers_per_gpu)]
         # each process plans whole problems, several problems ahead of the GPU in run order: one
         # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle

@@ -72,7 +72,21 @@ def context(preload: tuple[str, ...] = ()) -> Any:
     return ctx
 
 
-def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -> None:
+def start_server(preload: tuple[str, ...]) -> None:
+    """Start the fork server of `context(preload)` now, without waiting for it: it imports those
+    modules while the caller goes on (a run reads the store), and the first child forks sooner."""
+    if preload:
+        from multiprocessing import forkserver
+
+        context(preload)
+        forkserver.ensure_running()
+
+
+PREPARE = "prepare"
+"""The first item of a message that asks a spare to do work ahead (`Worker.prepare`), not a task."""
+
+
+def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None, prepare: str | None) -> None:
     entered = time.time()  # the interpreter is up and this module imported (the parent's main module too)
     import signal
 
@@ -99,6 +113,13 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None) -
             return
         if task is None:
             return
+        if isinstance(task, tuple) and task[:1] == (PREPARE,):
+            try:  # work ahead for a task this spare may get; it answers nothing
+                if prepare:
+                    _load(prepare)(task[1])
+            except Exception:  # the task, if it comes, does the work itself
+                pass
+            continue
         try:
             result = fn(task)
             if inspect.isgenerator(result):
@@ -119,15 +140,23 @@ class Worker:
     context; about 5 s each on the H200 host when spawned, `runs.stats.spares`), so replacing a
     crashed worker costs a swap, not a cold start; several spares absorb a burst of crashes (a
     rule that breaks every launch of a problem) while they warm in parallel. With `preload`,
-    children fork from a server that has imported those modules (`context`).
+    children fork from a server that has imported those modules (`context`). With `prepare`, the
+    next spare in line is handed the work `prepare(payload)` does ahead (`Worker.prepare`).
     """
 
     def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
-                 spares: int = 0, preload: tuple[str, ...] = ()) -> None:
+                 spares: int = 0, preload: tuple[str, ...] = (), prepare: str | None = None) -> None:
         self.target = target
         self.env = dict(env or {})
         self.warm = warm
         self.spares = spares
+        self.prepare_target = prepare
+        self._payload: Any = None
+        """What the next spare in line should prepare (`prepare`), None for nothing."""
+        self._standby: tuple[Any, Any] | None = None
+        """The spare that was handed `_payload`, first in line to take over."""
+        self._briefed: Any = None
+        """The payload `_standby` was handed."""
         self._ctx = context(preload)
         self._proc: Any = None
         self._conn: Any = None
@@ -151,7 +180,8 @@ class Worker:
     def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
         env = {**os.environ, **self.env}
-        proc = self._ctx.Process(target=_child_main, args=(child, self.target, env, self.warm), daemon=True)
+        proc = self._ctx.Process(target=_child_main, args=(child, self.target, env, self.warm, self.prepare_target),
+                                 daemon=True)
         spawned = time.time()
         proc.start()
         self._spawned[proc.pid] = spawned
@@ -167,13 +197,15 @@ class Worker:
         self.spares_lost += len(self._spares) - len(alive)
         self._spares = alive
         ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
-        chosen = ready[0] if ready else self._spares[0] if self._spares else None
+        if self._standby in self._spares:  # it has built what the task starts on, or is building it
+            chosen = self._standby
+        else:
+            chosen = ready[0] if ready else self._spares[0] if self._spares else None
+        self._standby = None
         if chosen is not None:
             self._spares.remove(chosen)
             self.found_warm += chosen in ready
         proc, conn = self._proc, self._conn = chosen or self._spawn()
-        while len(self._spares) < self.spares:
-            self._spares.append(self._spawn())
         if not conn.poll(READY_TIMEOUT_S):
             raise EOFError("the worker did not finish starting")
         _, ready, _ = conn.recv()  # `ready`; EOFError if it died starting
@@ -184,6 +216,36 @@ class Worker:
         spawned = self._spawned.pop(proc.pid, ready["entered"])
         self.warm_s.append(ready["at"] - spawned)
         self.warm_parts.append({"start": ready["entered"] - spawned, **ready["parts"]})
+
+    def _refill(self) -> None:
+        """Start spares up to `spares`, and brief the first in line. Called once the active child
+        has its task: forking from a server that holds torch takes a while, and the child works
+        meanwhile instead of waiting for it."""
+        while len(self._spares) < self.spares and not self._closed:
+            self._spares.append(self._spawn())
+        self._brief()
+
+    def prepare(self, payload: Any) -> None:
+        """Have the next spare in line run `prepare(payload)` ahead (e.g. build the input the active
+        child is on), so that taking over after a crash starts with it done; a no-op without a
+        `prepare` function or a spare. The latest payload stands until the next."""
+        if self.prepare_target is None:
+            return
+        self._payload = payload
+        self._brief()
+
+    def _brief(self) -> None:
+        """Hand `_payload` to the first spare in line, unless it has it already."""
+        if self._payload is None or not self._spares:
+            return
+        spare = self._spares[0]
+        if spare is self._standby and self._briefed is self._payload:
+            return
+        try:
+            spare[1].send((PREPARE, self._payload))
+        except (BrokenPipeError, OSError):  # it died: the next start counts it, and replaces it
+            return
+        self._standby, self._briefed = spare, self._payload
 
     def prestart(self) -> None:
         """Start the first child and the spares now, without waiting for them to warm (e.g. while
@@ -212,6 +274,7 @@ class Worker:
                     self.restarts += 1
                 self._start()
             self._conn.send(task)
+            self._refill()
             while True:
                 wait = timeout() if callable(timeout) else timeout
                 if not self._conn.poll(wait):
