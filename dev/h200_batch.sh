@@ -236,7 +236,8 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             python3 -c "import sqlite3; sqlite3.connect('/tmp/l3.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             xz -T0 -6 -c /tmp/l3.db > "$OUT/l3.db.xz" ;;
         l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
-                  # L3_SAMPLE share (default 0.1), resumable: the store travels as .kbm/l3-live.db.xz (carry it;
+                  # L3_SAMPLE share (default 0.1; FIRST_KILL=1 runs with --first-kill), resumable: the store
+                  # travels as .kbm/l3-live.db.xz (carry it;
                   # the first call starts from .kbm/gate.db, gated by gate-level3, and mutates every network)
             if [ ! -f /tmp/l3-live.db ]; then
                 if [ -f .kbm/l3-live.db.xz ]; then xz -dc .kbm/l3-live.db.xz > /tmp/l3-live.db
@@ -252,7 +253,8 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             fi
             stop_at "$(( $(left) - 45 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
                 --kbv third_party/kernel_bench_verified run --level level3 --inputs "${L3_INPUTS:-kernelbench,kbv,fuzz}" \
-                --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
+                --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} \
+                > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
             echo "run --level level3: exit $? (130: stopped at the call's limit; the next call resumes)"
             python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz" ;;

@@ -179,7 +179,9 @@ def test_an_input_a_spare_built_ahead_gives_the_cells_a_fresh_build_gives(demo: 
     check = next(r for r in fresh if r["kind"] == "input")
     ct.prepare({**{k: task[k] for k in ("problem", "substrate", "original", "margins")}, "spec": spec.record()})
     assert len(ct._PREPARED) == 1
-    again = list(ct.cell_task({**task, "valid": {spec.id: check["margin"]}, "checked": [spec.id]}))
+    sent = __import__("time").time() - 1.0  # as if the task had waited a second for this child
+    again = list(ct.cell_task({**task, "valid": {spec.id: check["margin"]}, "checked": [spec.id], "sent_at": sent}))
+    assert [(r["part"], r["s"] >= 1.0) for r in again[:2]] == [("handover", True), ("setting up", False)]
     assert [r["kind"] for r in again if r["kind"] in ("input", "rebuilt")] == ["rebuilt"]
     assert next(r for r in again if r["kind"] == "rebuilt").get("ahead") is True and not ct._PREPARED
     cells = [[(r["outcome"], r["margin"]) for r in records if r["kind"] == "cell"] for records in (fresh, again)]

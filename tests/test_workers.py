@@ -243,19 +243,20 @@ def test_a_prestarted_worker_takes_a_child_that_warmed_before_the_first_task() -
 
 
 def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
-    with Worker("test_workers:told", spares=2, prepare="test_workers:ahead") as worker:
+    with Worker("test_workers:told", spares=3, prepare="test_workers:ahead", standbys=2) as worker:
         first = worker.run({"do": "echo"}, timeout=60)
         assert first.value["ahead"] == []  # a child put to work before any payload
         worker.prepare("input 1")
         worker.prepare("input 2")  # the latest payload stands
-        standby = worker._standby
-        assert standby is worker._spares[0]
+        standbys = [p.pid for p, _ in worker._spares[:2]]
+        assert sorted(worker._briefed) == sorted(standbys)  # the third spare is handed nothing
         assert worker.run({"do": "crash"}, timeout=60).status == "crash"
         after = worker.run({"do": "echo"}, timeout=60)
-        # the briefed spare took over, with both payloads handed to it in order
-        assert after.value["pid"] == standby[0].pid and after.value["ahead"] == ["input 1", "input 2"]
-        # and the spare next in line has the standing payload, and nothing else
-        assert len(worker._spares) == 2 and worker._standby is worker._spares[0]
+        # the first standby took over, with both payloads handed to it in order
+        assert after.value["pid"] == standbys[0] and after.value["ahead"] == ["input 1", "input 2"]
+        # the second is first in line now, and the spare behind it has the standing payload only
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        assert worker.run({"do": "echo"}, timeout=60).value == {"pid": standbys[1], "ahead": ["input 1", "input 2"]}
         assert worker.run({"do": "crash"}, timeout=60).status == "crash"
         assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
 

@@ -18,6 +18,8 @@ TIME_SPLIT = {
     "correct": "running the correct kernel",
     "freeing": "handing an input's memory back to the GPU before inputs of other shapes",
     "spares": "waiting for a spare worker to finish starting",
+    "handover": "a task's wait in its worker: a spare still building ahead the input it takes over on",
+    "setting up": "a task's set-up in its worker: the problem, its launcher and the correct kernel's image",
     "planning": "waiting for the next problem to finish compiling",
     "tail": "no problem left while other workers finish",
 }

@@ -107,8 +107,16 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     After a CUDA error the context is unusable: the task yields the crash cell and a `poisoned`
     record and stops, and the parent resumes the rest in a fresh worker.
     """
-    yield from _CellTask(task).run()
+    began = time.time()
+    if "sent_at" in task:  # from the parent's send until now: a spare still preparing, the pipe
+        yield {"kind": RecordKind.TIME, "part": "handover", "s": max(0.0, began - task["sent_at"])}
+    cells = _CellTask(task)
+    yield {"kind": RecordKind.TIME, "part": "setting up", "s": time.time() - began}
+    yield from cells.run()
 
+
+PREPARE_FREE = 0.4
+"""A spare builds ahead only while this share of the GPU's memory is free."""
 
 _PREPARED: dict[tuple, "Built"] = {}
 """The input this process built ahead as a spare (`prepare`), under its `_prepared_key`: at most one."""
@@ -133,6 +141,9 @@ def prepare(payload: dict[str, Any]) -> None:
     if _PREPARED:
         _PREPARED.clear()  # the input before: its memory goes back before the next is built
         torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    if free < PREPARE_FREE * total:  # the workers need it more: a mutant must not run out for a copy
+        return
     task = _CellTask({**payload, "specs": [payload["spec"]], "mutants": []})
     spec = InputSpec.from_record(payload["spec"])
     try:

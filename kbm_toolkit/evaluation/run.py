@@ -44,6 +44,9 @@ from kbm_toolkit.vocabulary import MutantStatus, RecordKind, RunKind
 
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
+STANDBYS = 2
+"""Spares per worker that build ahead the input it is on (`Worker.prepare`): a problem's crashers
+all crash on its probe, one after another, faster than one spare builds it."""
 STOP_DUMP_S = 15.0
 """A stopping run still cleaning up after this long prints every thread's stack to stderr:
 the H200 batch's `timeout -k 20` kills it 5 s later, and a stop that overruns is a bug to find."""
@@ -160,7 +163,8 @@ class _Run:
         else:
             self.workers = [Worker(options.target, {"CUDA_VISIBLE_DEVICES": str(i % options.gpus)}
                                    if options.gpus > 1 else {}, warm=warm, spares=spares,
-                                   preload=GPU_PRELOAD if warm else (), prepare=CELL_PREPARE if warm else None)
+                                   preload=GPU_PRELOAD if warm else (), prepare=CELL_PREPARE if warm else None,
+                                   standbys=STANDBYS)
                             for i in range(options.gpus * options.workers_per_gpu)]
         # each process plans whole problems, several problems ahead of the GPU in run order: one
         # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle

@@ -145,18 +145,20 @@ class Worker:
     """
 
     def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
-                 spares: int = 0, preload: tuple[str, ...] = (), prepare: str | None = None) -> None:
+                 spares: int = 0, preload: tuple[str, ...] = (), prepare: str | None = None,
+                 standbys: int = 1) -> None:
         self.target = target
         self.env = dict(env or {})
         self.warm = warm
         self.spares = spares
         self.prepare_target = prepare
+        self.standbys = standbys
+        """How many spares, first in line, are handed each payload: crashes come in bursts (a
+        problem's crashers all crash on its probe), faster than one spare prepares."""
         self._payload: Any = None
-        """What the next spare in line should prepare (`prepare`), None for nothing."""
-        self._standby: tuple[Any, Any] | None = None
-        """The spare that was handed `_payload`, first in line to take over."""
-        self._briefed: Any = None
-        """The payload `_standby` was handed."""
+        """What the spares first in line should prepare (`prepare`), None for nothing."""
+        self._briefed: dict[int, Any] = {}
+        """Spare pid -> the payload it was handed last."""
         self._ctx = context(preload)
         self._proc: Any = None
         self._conn: Any = None
@@ -197,11 +199,11 @@ class Worker:
         self.spares_lost += len(self._spares) - len(alive)
         self._spares = alive
         ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
-        if self._standby in self._spares:  # it has built what the task starts on, or is building it
-            chosen = self._standby
-        else:
-            chosen = ready[0] if ready else self._spares[0] if self._spares else None
-        self._standby = None
+        # a spare handed the payload has built what the task starts on, or is building it
+        briefed = [s for s in self._spares if self._briefed.get(s[0].pid) is self._payload is not None]
+        chosen = briefed[0] if briefed else ready[0] if ready else self._spares[0] if self._spares else None
+        self._briefed = {s[0].pid: self._briefed[s[0].pid] for s in self._spares
+                         if s is not chosen and s[0].pid in self._briefed}
         if chosen is not None:
             self._spares.remove(chosen)
             self.found_warm += chosen in ready
@@ -235,17 +237,17 @@ class Worker:
         self._brief()
 
     def _brief(self) -> None:
-        """Hand `_payload` to the first spare in line, unless it has it already."""
-        if self._payload is None or not self._spares:
+        """Hand `_payload` to the `standbys` spares first in line, those that lack it."""
+        if self._payload is None:
             return
-        spare = self._spares[0]
-        if spare is self._standby and self._briefed is self._payload:
-            return
-        try:
-            spare[1].send((PREPARE, self._payload))
-        except (BrokenPipeError, OSError):  # it died: the next start counts it, and replaces it
-            return
-        self._standby, self._briefed = spare, self._payload
+        for proc, conn in self._spares[:self.standbys]:
+            if self._briefed.get(proc.pid) is self._payload:
+                continue
+            try:
+                conn.send((PREPARE, self._payload))
+            except (BrokenPipeError, OSError):  # it died: the next start counts it, and replaces it
+                continue
+            self._briefed[proc.pid] = self._payload
 
     def prestart(self) -> None:
         """Start the first child and the spares now, without waiting for them to warm (e.g. while
@@ -273,7 +275,9 @@ class Worker:
                 if self._proc is not None:
                     self.restarts += 1
                 self._start()
-            self._conn.send(task)
+            # when it was sent: the task can tell how long it waited for its child (a spare still
+            # preparing, the pipe)
+            self._conn.send({**task, "sent_at": time.time()} if isinstance(task, dict) else task)
             self._refill()
             while True:
                 wait = timeout() if callable(timeout) else timeout
