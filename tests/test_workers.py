@@ -247,17 +247,26 @@ def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
         first = worker.run({"do": "echo"}, timeout=60)
         assert first.value["ahead"] == []  # a child put to work before any payload
         worker.prepare("input 1")
+        time.sleep(0.5)  # prepared, before the next payload comes
         worker.prepare("input 2")  # the latest payload stands
         standbys = [p.pid for p, _ in worker._spares[:2]]
         assert sorted(worker._briefed) == sorted(standbys)  # the third spare is handed nothing
         assert worker.run({"do": "crash"}, timeout=60).status == "crash"
         after = worker.run({"do": "echo"}, timeout=60)
-        # the first standby took over, with both payloads handed to it in order
+        # the first standby took over, having prepared both payloads in order
         assert after.value["pid"] == standbys[0] and after.value["ahead"] == ["input 1", "input 2"]
         # the second is first in line now, and the spare behind it has the standing payload only
         assert worker.run({"do": "crash"}, timeout=60).status == "crash"
         assert worker.run({"do": "echo"}, timeout=60).value == {"pid": standbys[1], "ahead": ["input 1", "input 2"]}
         assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
+
+
+def test_a_spare_skips_a_payload_a_newer_one_already_supersedes() -> None:
+    with Worker("test_workers:told", warm="test_workers:nap", spares=1, prepare="test_workers:ahead") as worker:
+        worker.prestart()  # two children warming, 0.3 s each; the first in line is handed both payloads
+        worker.prepare("input 1")
+        worker.prepare("input 2")  # both wait for its warm-up: the first is skipped
         assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
 
 

@@ -114,6 +114,8 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None, p
         if task is None:
             return
         if isinstance(task, tuple) and task[:1] == (PREPARE,):
+            if conn.poll(0):  # a newer payload or a task waits already: this work would be wasted
+                continue
             try:  # work ahead for a task this spare may get; it answers nothing
                 if prepare:
                     _load(prepare)(task[1])
@@ -141,7 +143,8 @@ class Worker:
     crashed worker costs a swap, not a cold start; several spares absorb a burst of crashes (a
     rule that breaks every launch of a problem) while they warm in parallel. With `preload`,
     children fork from a server that has imported those modules (`context`). With `prepare`, the
-    next spare in line is handed the work `prepare(payload)` does ahead (`Worker.prepare`).
+    `standbys` spares first in line are handed the work `prepare(payload)` does ahead
+    (`Worker.prepare`).
     """
 
     def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
@@ -220,7 +223,7 @@ class Worker:
         self.warm_parts.append({"start": ready["entered"] - spawned, **ready["parts"]})
 
     def _refill(self) -> None:
-        """Start spares up to `spares`, and brief the first in line. Called once the active child
+        """Start spares up to `spares`, and brief those first in line. Called once the active child
         has its task: forking from a server that holds torch takes a while, and the child works
         meanwhile instead of waiting for it."""
         while len(self._spares) < self.spares and not self._closed:
@@ -228,9 +231,10 @@ class Worker:
         self._brief()
 
     def prepare(self, payload: Any) -> None:
-        """Have the next spare in line run `prepare(payload)` ahead (e.g. build the input the active
-        child is on), so that taking over after a crash starts with it done; a no-op without a
-        `prepare` function or a spare. The latest payload stands until the next."""
+        """Have the spares first in line run `prepare(payload)` ahead (e.g. build the input the
+        active child is on), so that taking over after a crash starts with it done; a no-op without
+        a `prepare` function. The latest payload stands until the next; a spare skips a payload
+        when a newer one (or a task) is already waiting for it."""
         if self.prepare_target is None:
             return
         self._payload = payload
