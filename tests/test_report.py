@@ -28,3 +28,12 @@ def test_report_draws_every_figure_and_the_tables(tmp_path: Path, demo: ProblemS
     # precision: one rule, one witnessed mutant (B), missed at 1e-2 and caught at 1e-3
     assert "<td>precision</td><td>1</td><td>1</td><td>100.0%</td><td>0.0%</td>" in page
 
+
+
+def test_a_share_under_one_percent_keeps_its_digits() -> None:
+    from kbm_toolkit.report.audit import sample_words
+
+    assert sample_words({"share": 0.005}) == "a 0.5% sample of each problem's"
+    assert sample_words({"share": 0.6}) == "a 60% sample of each problem's"
+    assert sample_words({"share": 0.6, "least": 0.005, "problems_at": [(0.005, 8), (0.6, 38)]}) == (
+        "a 0.5–60% sample of each problem's (8 problems at 0.5%, 38 problems at 60%; --sample 0.005 scores all alike)")

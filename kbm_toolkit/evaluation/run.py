@@ -44,9 +44,10 @@ from kbm_toolkit.vocabulary import MutantStatus, RecordKind, RunKind
 
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
-STANDBYS = 2
-"""Spares per worker that build ahead the input it is on (`Worker.prepare`): a problem's crashers
-all crash on its probe, one after another, faster than one spare builds it."""
+STANDBYS = 1
+"""Spares per worker that build ahead the input it is on (`Worker.prepare`). On the eval bench's
+slice (H200, 2026-12-02) one gave 62.1 cells/s and two 58.5: each more builds every input again,
+on the same GPU, and a problem's crashers crash on its probe faster than either spare builds it."""
 STOP_DUMP_S = 15.0
 """A stopping run still cleaning up after this long prints every thread's stack to stderr:
 the H200 batch's `timeout -k 20` kills it 5 s later, and a stop that overruns is a bug to find."""

@@ -156,8 +156,7 @@ class Worker:
         self.spares = spares
         self.prepare_target = prepare
         self.standbys = standbys
-        """How many spares, first in line, are handed each payload: crashes come in bursts (a
-        problem's crashers all crash on its probe), faster than one spare prepares."""
+        """How many spares, first in line, are handed each payload."""
         self._payload: Any = None
         """What the spares first in line should prepare (`prepare`), None for nothing."""
         self._briefed: dict[int, Any] = {}

@@ -24,14 +24,19 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
 
 
+def share_pct(share: float) -> str:
+    """A sampled share as a percentage, with the digits a share under 1% needs (0.5%, not 0%)."""
+    return f"{share * 100:.2g}%" if share < 0.01 else f"{share:.0%}"
+
+
 def sample_words(sample: dict[str, Any]) -> str:
     """The evaluated share in words: `a 60% sample of each problem's`, naming the shares when an
     interrupted wider run left some problems ahead of others."""
     at = sample.get("problems_at") or []
     if len(at) <= 1:
-        return f"a {sample['share']:.0%} sample of each problem's"
-    return (f"a {sample['least'] * 100:.0f}–{sample['share']:.0%} sample of each problem's ("
-            + ", ".join(f"{n} problem{'s' if n > 1 else ''} at {f:.0%}" for f, n in at)
+        return f"a {share_pct(sample['share'])} sample of each problem's"
+    return (f"a {share_pct(sample['least'])[:-1]}–{share_pct(sample['share'])} sample of each problem's ("
+            + ", ".join(f"{n} problem{'s' if n > 1 else ''} at {share_pct(f)}" for f, n in at)
             + f"; --sample {sample['least']:g} scores all alike)")
 
 
