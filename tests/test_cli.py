@@ -98,6 +98,24 @@ def test_audit_sample_scores_a_narrower_share_of_the_same_store(runner: CliRunne
     assert half["sample"]["mutants"] < half["sample"]["distinct"]
 
 
+def test_audit_level_scores_one_level_of_the_shipped_pool(runner: CliRunner) -> None:
+    import json
+
+    def audit(*extra: str) -> dict:
+        result = runner.invoke(cli, ["--store", "@kernelbench", "audit", "-a", "kernelbench", "--json", "--no-run",
+                                     *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    whole, one, two = audit(), audit("--level", "level1"), audit("--level", "level2")
+    assert 0 < one["witnessed"] < whole["witnessed"] and 0 < two["witnessed"] < whole["witnessed"]
+    assert one["witnessed"] + two["witnessed"] == whole["witnessed"]
+    assert one["missed"] + two["missed"] == whole["missed"]
+    result = runner.invoke(cli, ["--store", "@kernelbench", "audit", "-a", "kernelbench", "--level", "level9"])
+    assert result.exit_code == ExitCode.USAGE
+    assert "--level level9: no problem of it has mutants in this store (levels with some: level1, level2)" in result.output
+
+
 def _shares_left_by_a_stopped_run(path: Path) -> list[str]:
     """The shipped demo store copied to `path` as a wider run left it: every problem at 50%, then a
     run to 75% stopped after the first problem; the problem keys, sorted."""

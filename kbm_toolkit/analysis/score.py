@@ -272,16 +272,19 @@ def to_json(report: dict[str, Any]) -> str:
 
 def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tolerance: float | None = None,
                 vs: Protocol | None = None, matrices: list[Matrix] | None = None,
-                sample: float | None = None, judging: Judging | None = None) -> dict[str, Any]:
+                sample: float | None = None, judging: Judging | None = None,
+                level: str | None = None) -> dict[str, Any]:
     """`audit` over what a store holds: only the cells that can matter are loaded (unless the
     caller has `matrices` already, loaded with the same `sample`), problems the protocol cannot
     referee (`kbm refcheck`, the vacuity band) are left out, and the store's sample, if any (at
-    most `sample`), is reported."""
+    most `sample`), is reported. With `level`, only that level's problems are audited."""
     standalone = matrices is None  # an audit of its own, which says what it knows of the store's cells
     if matrices is None:
         judged_at = [p.tolerance for p in [protocol, *denominator, *([vs] if vs else [])]] + \
             ([tolerance] if tolerance else []) + ([judging.atol] if judging else [])
         matrices = load_matrices(store, min(judged_at), sample=sample)  # cells passing under every tolerance cannot matter
+    if level is not None:
+        matrices = [mx for mx in matrices if mx.problem.level == level]
     references = store.reference_checks()
     problems = [mx.problem for mx in matrices]
     magnitudes = {mx.problem.key: mx.checks for mx in matrices}

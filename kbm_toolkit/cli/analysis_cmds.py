@@ -37,10 +37,11 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 @click.option("--sample", type=SHARE,
               help="Score only this share of each problem's mutants (at most the store's; samples nest, so a "
                    "wider store reproduces a narrower one's figures).")
+@click.option("--level", help="Audit only this level's problems (e.g. level3: whole networks).")
 @click.pass_obj
 def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, atol: float | None,
           rtol: float | None, reference: str | None, denominator: tuple[str, ...], as_json: bool,
-          fail_under: float | None, no_run: bool, sample: float | None) -> None:
+          fail_under: float | None, no_run: bool, sample: float | None, level: str | None) -> None:
     """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
 
     Reports detection of witnessed mutants with a 90% bootstrap band over problems, misses by
@@ -60,6 +61,11 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
     store = obj.read_store()
     protocol = obj.protocol(adapter, store)
     other = obj.protocol(vs, store) if vs else None
+    if level is not None:
+        levels = sorted({key.split("/")[0] for key in store.problems_with_mutants()})
+        if level not in levels:
+            raise click.UsageError(f"--level {level}: no problem of it has mutants in this store "
+                                   f"(levels with some: {', '.join(levels) or 'none'})")
     if tolerance is not None and (atol is not None or rtol is not None):
         raise click.UsageError("--tolerance is atol = rtol: give it, or --atol/--rtol, not both")
     judging = None
@@ -70,7 +76,8 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
     if other is not None and reference is not None:  # one reference on both sides of the comparison
         other = replace(other, judging=other.judge.with_reference(reference))
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
-                           sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging)
+                           sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging,
+                           level=level)
     report["provenance"] = provenance(store)
     if store.submission_count():  # what kbm verify found of real submissions, under the same protocol
         from kbm_toolkit.analysis.submissions import submission_verdicts, verdict_counts

@@ -180,12 +180,13 @@ def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: 
 def audit_filling(store: Any, problem_set: ProblemSet, protocol: Protocol, denominator: list[Protocol],
                   tolerance: float | None = None, vs: Protocol | None = None, sample: float | None = None,
                   fill: bool = True, on_start: Callable[[str], None] | None = None,
-                  judging: Judging | None = None) -> dict[str, Any]:
-    """`kbm audit`: the audit from the store; with `fill`, a writable store and a GPU here, the cells
-    it lacks are evaluated first and the audit made again."""
-    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging)
+                  judging: Judging | None = None, level: str | None = None) -> dict[str, Any]:
+    """`kbm audit`: the audit from the store (of `level`'s problems alone, with one); with `fill`, a
+    writable store and a GPU here, the cells it lacks are evaluated first and the audit made again."""
+    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging, level=level)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and fill and not store.readonly:
         if fill_missing(store, problem_set, protocol, missing, on_start):
-            report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging)
+            report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging,
+                                 level=level)
     return report
