@@ -237,10 +237,12 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             xz -T0 -6 -c /tmp/l3.db > "$OUT/l3.db.xz" ;;
         l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
                   # L3_SAMPLE share (default 0.1; FIRST_KILL=1 runs with --first-kill), resumable: the store
-                  # travels as .kbm/l3-live.db.xz (carry it;
-                  # the first call starts from .kbm/gate.db, gated by gate-level3, and mutates every network)
-            if [ ! -f /tmp/l3-live.db ]; then
+                  # travels as .kbm/l3-live.db.xz (carry it; without it the
+                  # first call starts from the shipped @kernelbench-level3, else from .kbm/gate.db and mutates)
+            if [ ! -f /tmp/l3-live.db ]; then  # the carried live store, else the shipped one, else the gate's
                 if [ -f .kbm/l3-live.db.xz ]; then xz -dc .kbm/l3-live.db.xz > /tmp/l3-live.db
+                elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then
+                    xz -dc kbm_toolkit/data/kernelbench-level3.db.xz > /tmp/l3-live.db
                 else cp .kbm/gate.db /tmp/l3-live.db; fi
             fi
             kb3() { python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \

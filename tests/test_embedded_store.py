@@ -255,3 +255,22 @@ def test_the_shipped_pool_exports_without_the_checkout(fresh_user: CliRunner, tm
     assert {k.split("/")[0] for k in files} == {"level1", "level2"}
     assert statuses["Killed"] > 10_000 and statuses["Survived"] > 100 and statuses["RuntimeError"] > 0
     assert "left out" not in result.stderr  # the pool was made from the substrates kbm ships
+
+
+def test_the_shipped_level3_store_audits_and_tabulates_the_networks_on_a_cpu(fresh_user: CliRunner) -> None:
+    store = Store(shipped_store_path("kernelbench-level3"), readonly=True)
+    runs = list(store.db.query("select kind, gpu from runs"))
+    assert {"gate", "refcheck", "evaluate"} <= {r["kind"] for r in runs}
+    assert all("H200" in r["gpu"] for r in runs)
+    gated = dict(store.db.execute("select gate_status, count(*) from substrates group by 1").fetchall())
+    assert gated == {"passed": 46, "unrefereeable": 4}  # 24, 45, 48, 49: their references miss fp64
+    placed = store.db.execute("select count(*) from mutants where launch is not null").fetchone()[0]
+    assert placed > 40_000  # every network mutated, each kernel mutant at one launch
+    report = audit(fresh_user, "--store", "@kernelbench-level3", "-a", "kernelbench", "--level", "level3", "--no-run")
+    assert report["witnessed"] > 50 and 0 < report["detected"] <= report["witnessed"]
+    assert report["sample"]["share"] == 0.005  # a stated share, not the pool
+    result = fresh_user.invoke(cli, ["--store", "@kernelbench-level3", "report", "--tables"])
+    assert result.exit_code == 0, result.output
+    assert "Table 5: whole networks against single operators, kernelbench" in result.output
+    assert "| architecture scale (level 3) |" in result.output and "quartile 4 of depth" in result.output
+    assert "a 0.5% sample of each problem's" in result.output

@@ -19,7 +19,7 @@ from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.errors import KbmError, NoDevice, OptionError, OutputError
 
 STORE_HELP = ("SQLite store to read and write [default: $KBM_STORE, else ~/.local/share/kbm/kbm.db]; "
-              "@kernelbench or @demo reads a store shipped with kbm.")
+              "@kernelbench, @kernelbench-level3 or @demo reads a store shipped with kbm.")
 KERNELBENCH_HELP = "A KernelBench checkout to load problems from [env KBM_KERNELBENCH]."
 BENCH_HELP = ("A benchmark pack (a folder with bench.toml: problems, substrates, adapters, rules) to load beside "
               "kbm's own; repeatable [env KBM_BENCH, a path list]. kbm init-bench writes one.")

@@ -1,8 +1,9 @@
 """The stores that ship with kbm, and which store a reading command reads.
 
-Two stores made by kbm's own pipeline on an H200 ship xz-packed in `kbm_toolkit/data/`: the
-KernelBench pool (`@kernelbench`, the default for reports) and the built-in problems' pool
-(`@demo`). Each is unpacked once into the cache and migrated to this kbm's schema.
+Stores made by kbm's own pipeline on an H200 ship xz-packed in `kbm_toolkit/data/`: the
+KernelBench pool (`@kernelbench`, levels 1-2, the default for reports), its level 3 apart while
+only a share of it is evaluated (`@kernelbench-level3`), and the built-in problems' pool (`@demo`).
+Each is unpacked once into the cache and migrated to this kbm's schema.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from kbm_toolkit.store.schema import MIGRATIONS
 from kbm_toolkit.store.store import Store
 
 SHIPPED_STORES = {"kernelbench": "the KernelBench pool, the default for reports",
-                  "demo": "the built-in problems' pool"}
+                  "demo": "the built-in problems' pool",
+                  "kernelbench-level3": "KernelBench's level 3, a share evaluated"}
 """Stores made by kbm's own pipeline on an H200 that ship, xz-packed, in `kbm_toolkit/data/`."""
 
 DEFAULT_SHIPPED = "kernelbench"
