@@ -401,7 +401,8 @@ def run_row(store_path: Path, after: int, evaluator: str, rep: int, process_s: f
         wall = seconds["wall"] / workers if seconds.get("wall") else None
         row.update(analyse(store, found, wall, workers))
         finished = store.db.execute("select finished from runs where id = ?", [found]).fetchone()[0]
-        row.update(stopped=not finished, compared_bytes=stats.get("compared_bytes"), restarts=stats.get("restarts"))
+        row.update(stopped=not finished, compared_bytes=stats.get("compared_bytes"), restarts=stats.get("restarts"),
+                   problems=stats.get("problems"))
         return row
     finally:
         store.close()
@@ -485,6 +486,24 @@ def table(rows: list[dict[str, Any]]) -> str:
                      "its comparing also holds the overwrite checks and their clones, which the new run times "
                      "apart as `checking`")
     return "\n".join(text + notes)
+
+
+def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
+    """One run's split per problem (what a run since 2026-12-02 stores): seconds in launches, crashed
+    launches, comparing and checking, and comparing against its floor, slowest comparing first."""
+    problems = row.get("problems") or {}
+    if not problems:
+        return f"{row['evaluator']} #{row['rep'] + 1}: no split per problem stored"
+    lines = [f"{row['evaluator']} #{row['rep'] + 1}, per problem (s)   launches  crashed  comparing  checking  "
+             "GB compared  compare/floor"]
+    for key, parts in sorted(problems.items(), key=lambda kv: -kv[1].get("comparing", 0.0)):
+        compared = parts.get("compared_bytes", 0)
+        floor = compared / bandwidth if bandwidth and compared else None
+        ratio = f"{parts.get('comparing', 0.0) / floor:.2f}" if floor else "-"
+        lines.append(f"  {key[:36]:<36} {parts.get('launches', 0.0):8.2f} {parts.get('crashed', 0.0):8.2f} "
+                     f"{parts.get('comparing', 0.0):10.2f} {parts.get('checking', 0.0):9.2f} {compared / 1e9:12.1f} "
+                     f"{ratio:>14}")
+    return "\n".join(lines)
 
 
 def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]], bandwidth: float | None) -> list[str]:
@@ -606,6 +625,9 @@ def main(argv: list[str] | None = None) -> None:
             break
     rows = with_floors(rows, bandwidth)
     _dump(out / "runs.json", {"bandwidth": bandwidth, "runs": rows})
+    per_problem = "\n\n".join(problem_table(r, bandwidth) for r in rows if r["evaluator"] == "new" and "error" not in r)
+    (out / "problems.txt").write_text(per_problem + "\n")
+    print(per_problem, flush=True)  # before the table, so that the table's verdict lines come last
     text = table(rows) + "\n" + "\n".join(verdict_lines(rows, comparisons, bandwidth))
     (out / "table.txt").write_text(text + "\n")
     print(text)

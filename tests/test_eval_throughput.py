@@ -229,3 +229,13 @@ def test_a_baseline_commit_becomes_a_worktree(tmp_path, monkeypatch):
         (tmp_path / "other").mkdir()
         bench.baseline_checkout(bench.parse_args(["--store", "s", "--baseline-commit", sha, "--worktree",
                                                   str(tmp_path / "other")]))
+
+
+def test_the_split_per_problem_puts_the_slowest_comparing_first():
+    row = {"evaluator": "new", "rep": 0, "problems": {
+        "level1/19_ReLU": {"launches": 2.0, "comparing": 0.3, "compared_bytes": 1.2e12},
+        "level1/23_Softmax": {"launches": 1.0, "comparing": 0.9, "crashed": 0.4, "compared_bytes": 1.2e12}}}
+    lines = bench.problem_table(row, 4e12).splitlines()
+    assert lines[1].split()[0] == "level1/23_Softmax" and lines[2].split()[0] == "level1/19_ReLU"
+    assert lines[1].split()[-1] == "3.00" and lines[2].split()[-1] == "1.00"  # 0.9 s against a 0.3 s floor
+    assert bench.problem_table({"evaluator": "old", "rep": 0}, 4e12) == "old #1: no split per problem stored"

@@ -122,10 +122,33 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
     assert split["planning"] > 0 and split["tail"] >= 0
     assert sum(v for k, v in split.items() if k != "wall") == pytest.approx(split["wall"], abs=0.05)
     stored = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])
+    problems = stored.pop("problems")
     assert stored == {"seconds": split, "restarts": summary.restarts, "spares": summary.spares,
                       "compared_bytes": summary.compared_bytes}
+    # the same split per problem: each part's time where it came from
+    assert set(problems) == set(summary.problems)
+    for part in ("launches", "comparing", "crashed", "building", "rebuilding", "planning"):
+        assert sum(p.get(part, 0.0) for p in problems.values()) == pytest.approx(split[part], abs=0.01)
+    assert sum(p.get("compared_bytes", 0) for p in problems.values()) == summary.compared_bytes
     # the first child and one per restart (the hang and the crash), each warm-up timed
     assert summary.spares["starts"] == 1 + summary.restarts and summary.spares["warm_s_median"] > 0
+
+
+def test_a_run_stores_its_split_per_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
+    hanger = next(iter(store.mutants("demo/3_LayerNorm", status="distinct")))["id"]
+    monkeypatch.setenv("KBM_FAKE", json.dumps({hanger: "hang"}))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
+    run_evaluation(store, problems, specs_for, "test", "sm_90", {"gpu": "fake"}, fake())
+    split = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])["problems"]
+    assert set(split) == {"demo/1_LeakyReLU", "demo/3_LayerNorm"}
+    for key, parts in split.items():  # the fake's launches take 1 ms each
+        launched = store.db.execute("select count(*) from cells c join mutants m on m.id = c.mutant "
+                                    "where m.problem = ? and c.ms is not null", [key]).fetchone()[0]
+        assert parts["launches"] == pytest.approx(launched / 1000, abs=0.002)
+        assert parts["compared_bytes"] == 64 * launched
+    assert split["demo/3_LayerNorm"]["crashed"] >= 1.5 and "crashed" not in split["demo/1_LeakyReLU"]
 
 
 def test_a_crash_the_worker_timed_is_charged_as_it_timed_it(tmp_path: Path,

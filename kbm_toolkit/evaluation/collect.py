@@ -69,6 +69,8 @@ class Collector(Committer):
         """Problem -> its substrate's hash, which its input checks are stored under."""
         self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
+        self.problems: dict[str, dict[str, float]] = {}
+        """The same per problem, with `compared_bytes`: which problems a part's time comes from."""
         self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
             RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
@@ -78,7 +80,8 @@ class Collector(Committer):
         """Handle one record of problem `key`."""
         kind = rec["kind"]
         for name, part in RECORD_MS.get(kind, {}).items():
-            self.seconds[part] += (rec.get(name) or 0.0) / 1000
+            if rec.get(name):
+                self._charge(key, part, rec[name] / 1000)
         handle = self.handlers.get(kind)
         if handle is not None:
             handle(key, rec)
@@ -89,13 +92,21 @@ class Collector(Committer):
         self.summary.cells += len(self.batch)
         self.batch.clear()
 
+    def _charge(self, key: str, part: str, s: float) -> None:
+        self.seconds[part] += s
+        mine = self.problems.setdefault(key, {})
+        mine[part] = mine.get(part, 0.0) + s
+
     def _time(self, key: str, rec: dict[str, Any]) -> None:
-        self.seconds[rec["part"]] += rec["s"]
+        self._charge(key, rec["part"], rec["s"])
 
     def _cell(self, key: str, rec: dict[str, Any]) -> None:
         self.batch.append(rec)
         self.count += 1
-        self.summary.compared_bytes += rec.get("compared_bytes") or 0
+        compared = rec.get("compared_bytes") or 0
+        self.summary.compared_bytes += compared
+        mine = self.problems.setdefault(key, {})
+        mine["compared_bytes"] = mine.get("compared_bytes", 0) + compared
 
     def _input(self, key: str, rec: dict[str, Any]) -> None:
         self.store.record_input_check(self.hashes[key], self.run_id, rec)
