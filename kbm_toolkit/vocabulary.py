@@ -150,3 +150,12 @@ class Family(Word):
 
 FAMILIES = tuple(f.value for f in Family)
 """The family names, in taxonomy order."""
+
+
+QUARTILES = 4
+"""How finely a whole network's depth is cut: its placed mutants by quartile (`depth_quartile`)."""
+
+
+def depth_quartile(position: int, launches: int) -> int:
+    """The quartile of depth of launch `position` of a forward's `launches`: 0 at the input end."""
+    return QUARTILES * position // launches

@@ -16,11 +16,10 @@ from kbm_toolkit.analysis.matrix import Matrix
 from kbm_toolkit.analysis.score import run_protocol, witnessed
 from kbm_toolkit.judging import STRICT
 from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.vocabulary import QUARTILES, depth_quartile
 
 ARCHITECTURE_LEVEL = "level3"
 """KernelBench's whole networks; its other levels are single operators and small fusions."""
-
-QUARTILES = 4
 
 
 @dataclass
@@ -91,8 +90,7 @@ def depth(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         net.survival = _count(mx.mutants, detected, seen)
         for m_id, m in mx.mutants.items():
             if m.get("launches"):
-                q = QUARTILES * m["position"] // m["launches"]
-                net.quartiles[q].add(_count({m_id: m}, detected, seen))
+                net.quartiles[depth_quartile(m["position"], m["launches"])].add(_count({m_id: m}, detected, seen))
         for q in range(QUARTILES):
             quartiles[q].add(net.quartiles[q])
         architecture.add(net.survival)

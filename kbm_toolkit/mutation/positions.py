@@ -25,9 +25,7 @@ from kbm_toolkit.cuda.cubin import changed_kernels, sections
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.mutation.mutants import Mutant, mutant_id
 from kbm_toolkit.mutation.screening import Screened
-from kbm_toolkit.vocabulary import MutantStatus
-
-QUARTILES = 4
+from kbm_toolkit.vocabulary import MutantStatus, depth_quartile
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ class Placement:
     @property
     def quartile(self) -> int:
         """The quartile of depth, 0 (the input end) to 3 (the output end)."""
-        return QUARTILES * self.position // self.launches
+        return depth_quartile(self.position, self.launches)
 
 
 def launch_sequence(problem: Any, substrate: Any) -> list[str]:
@@ -62,7 +60,7 @@ def placements(sequence: list[str], kernels: set[str], key: str) -> list[Placeme
     by_quartile: dict[int, list[int]] = {}
     for i, name in enumerate(sequence):
         if name in kernels:
-            by_quartile.setdefault(QUARTILES * i // n, []).append(i)
+            by_quartile.setdefault(depth_quartile(i, n), []).append(i)
     found = []
     for quartile, candidates in sorted(by_quartile.items()):
         draw = int(hashlib.sha256(f"{key}\0{quartile}".encode()).hexdigest()[:12], 16)
