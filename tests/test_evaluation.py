@@ -156,7 +156,8 @@ def test_a_crash_the_worker_timed_is_charged_as_it_timed_it(tmp_path: Path,
     store, ids = seeded_store(tmp_path / "s.db")
     monkeypatch.setenv("KBM_FAKE_DELAY", "0.2")  # each cell takes 0.2 s: a crash charged from its start would show
     summary = evaluate(store, monkeypatch, {ids[0]: "poison"})
-    crashes = store.db.execute("select count(*) from cells where mutant = ? and outcome = 'crash'", [ids[0]]).fetchone()[0]
+    crashes = store.db.execute("select count(*) from cells where mutant = ? and outcome = 'crash'",
+                               [ids[0]]).fetchone()[0]
     assert crashes == 1
     # the fake says its crashed launch took 75 ms: that, not the 0.2 s since the launch began
     assert summary.seconds["crashed"] == pytest.approx(0.075)
@@ -747,3 +748,29 @@ def test_an_audit_counts_the_cells_measured_after_a_restored_write(tmp_path: Pat
     assert audit_store(store, kb, [kb])["overwrite_suspects"] == 4  # the four cells after it
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "-a", "kernelbench", "--no-run"])
     assert "Measured after an overwrite: 4 cells" in " ".join(result.output.split())
+
+
+def test_a_spare_keeps_one_input_built_ahead_keyed_as_a_task_looks_it_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
+
+    import torch
+
+    import kbm_toolkit.cuda.reference as reference
+    from kbm_toolkit.evaluation import cell_task as ct
+
+    # the GPU's parts on the CPU: memory to spare, a reference built there
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (10, 10))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(reference, "run_reference", functools.partial(reference.run_reference, device="cpu"))
+    monkeypatch.setattr(reference, "strict_fp32_references", lambda: None)
+    monkeypatch.setattr(ct, "_PREPARED", {})
+    problem = ProblemSet.discover().get("demo/1")
+    first, second = specs_for(problem)[:2]
+    margins = [["strict-fp32", "output", 1.0], ["pytorch-default", "output", 1.0]]
+    ct.prepare({"problem": problem.record(), "spec": first.record(), "margins": margins})
+    assert list(ct._PREPARED) == [(problem.key, first.id, ("pytorch-default",))]
+    ct.prepare({"problem": problem.record(), "spec": second.record(), "margins": []})
+    assert list(ct._PREPARED) == [(problem.key, second.id, ())]  # the newer input replaces the older
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (3, 10))  # under 40% free: nothing built ahead
+    ct.prepare({"problem": problem.record(), "spec": first.record(), "margins": []})
+    assert ct._PREPARED == {}

@@ -177,7 +177,7 @@ def test_an_input_a_spare_built_ahead_gives_the_cells_a_fresh_build_gives(demo: 
                          "launcher_source": None, "launch": None}]}
     fresh = list(ct.cell_task(task))
     check = next(r for r in fresh if r["kind"] == "input")
-    ct.prepare({**{k: task[k] for k in ("problem", "substrate", "original", "margins")}, "spec": spec.record()})
+    ct.prepare({"problem": task["problem"], "margins": task["margins"], "spec": spec.record()})
     assert len(ct._PREPARED) == 1
     sent = __import__("time").time() - 1.0  # as if the task had waited a second for this child
     again = list(ct.cell_task({**task, "valid": {spec.id: check["margin"]}, "checked": [spec.id], "sent_at": sent}))

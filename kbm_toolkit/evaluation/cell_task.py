@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generator, Iterator
+from typing import Any, Generator, Iterable, Iterator
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
@@ -127,8 +127,8 @@ def _prepared_key(problem: str, spec: str, references: list[str]) -> tuple:
 
 
 def prepare(payload: dict[str, Any]) -> None:
-    """In a spare: build the valid input its worker is on (`payload`: a task's problem, substrate,
-    image and margins, and the input's spec under `spec`), with its references and checksums.
+    """In a spare: build the valid input its worker is on (`payload`: the task's `problem` and
+    `margins`, and the input's spec under `spec`), with its references and checksums.
 
     The worker's restart after a crash or a write over its inputs then starts on that input at
     once; building it again in the fresh process was 16.5% of the worker's time on the eval bench's
@@ -136,25 +136,40 @@ def prepare(payload: dict[str, Any]) -> None:
     """
     import torch
 
-    from kbm_toolkit.cuda.reference import run_reference
+    from kbm_toolkit.cuda.reference import run_reference, strict_fp32_references
 
-    if _PREPARED:
-        _PREPARED.clear()  # the input before: its memory goes back before the next is built
-        torch.cuda.empty_cache()
+    _drop_prepared()  # the input before: its memory goes back before the next is built
     free, total = torch.cuda.mem_get_info()
     if free < PREPARE_FREE * total:  # the workers need it more: a mutant must not run out for a copy
         return
-    task = _CellTask({**payload, "specs": [payload["spec"]], "mutants": []})
+    strict_fp32_references()  # as a task sets up: what it builds ahead is what the task would build
+    problem = Problem.from_record(payload["problem"])
     spec = InputSpec.from_record(payload["spec"])
+    references = other_environments(payload["margins"])
     try:
-        model, inputs, ref, _ = run_reference(task.problem, spec, task.models)
+        model, inputs, ref, _ = run_reference(problem, spec, {})
         if unusable(ref):
             return
-        built = Built.watched(model, inputs, ref, other_references(model, inputs, ref, task.references))
+        built = Built.watched(model, inputs, ref, other_references(model, inputs, ref, references))
     except torch.OutOfMemoryError:  # the GPU is busy with the workers: the task builds it if it must
         torch.cuda.empty_cache()
         return
-    _PREPARED[_prepared_key(task.problem.key, spec.id, task.references)] = built
+    _PREPARED[_prepared_key(problem.key, spec.id, references)] = built
+
+
+def _drop_prepared() -> None:
+    """Free what this process built ahead, its memory handed back to the GPU."""
+    if _PREPARED:
+        import torch
+
+        _PREPARED.clear()
+        torch.cuda.empty_cache()
+
+
+def other_environments(margins: Iterable[Any]) -> list[str]:
+    """The reference environments beside the strict one that a task's margins (reference, scale,
+    ratio) ask for, sorted."""
+    return sorted({str(r) for r, _, _ in margins if r != STRICT})
 
 
 @dataclass
@@ -285,7 +300,7 @@ class _CellTask:
         self.valid = task.get("valid", {})  # input -> the correct kernel's stored margin on it, where it passed
         self.rerun_crashers = task.get("rerun_crashers")
         self.margins: list[Margin] = [(str(r), str(sc), float(x)) for r, sc, x in task.get("margins", ())]
-        self.references = sorted({r for r, _, _ in self.margins if r != STRICT})
+        self.references = other_environments(self.margins)
         self.recheck: dict[str, dict[str, Any]] = task.get("recheck", {})
         """Valid inputs stored without some of `margins`: their stored margin and max |ref - out|."""
         self.kernels: dict[str, Any] = {}
@@ -342,9 +357,7 @@ class _CellTask:
         check: dict[str, Any] = {"kind": RecordKind.INPUT, "input": spec.id, "valid": False}
         begun = time.perf_counter()
         ahead = _PREPARED.pop(_prepared_key(self.problem.key, spec.id, self.references), None)
-        if _PREPARED:  # built ahead for another input: its memory is needed now
-            _PREPARED.clear()
-            torch.cuda.empty_cache()
+        _drop_prepared()  # built ahead for another input: its memory is needed now
         if ahead is not None and spec.id in self.valid:  # this process built it ahead, as a spare
             check.update(kind=RecordKind.REBUILT, valid=True, margin=self.valid[spec.id], ref_ms=0.0, ahead=True)
             if spec.id in self.recheck:

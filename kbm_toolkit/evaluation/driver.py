@@ -161,10 +161,8 @@ class _Driver:
         spec = next((s for s in self.specs if s.id == spec_id), None)
         if spec is None:
             return
-        plan = self.plan
-        self.worker.prepare({"problem": plan.problem.record(), "substrate": str(plan.substrate.folder),
-                             "original": plan.original, "spec": spec.record(),
-                             "margins": [list(m) for m in plan.margins]})
+        self.worker.prepare({"problem": self.plan.problem.record(), "spec": spec.record(),
+                             "margins": [list(m) for m in self.plan.margins]})
 
     def _margins(self, rec: dict[str, Any]) -> None:
         self.recheck.pop(rec["input"], None)
