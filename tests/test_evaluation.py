@@ -771,6 +771,9 @@ def test_a_spare_keeps_one_input_built_ahead_keyed_as_a_task_looks_it_up(monkeyp
     assert list(ct._PREPARED) == [(problem.key, first.id, ("pytorch-default",))]
     ct.prepare({"problem": problem.record(), "spec": second.record(), "margins": []})
     assert list(ct._PREPARED) == [(problem.key, second.id, ())]  # the newer input replaces the older
+    built = ct._PREPARED[(problem.key, second.id, ())]
+    ct.prepare({"problem": problem.record(), "spec": second.record(), "margins": []})
+    assert ct._PREPARED[(problem.key, second.id, ())] is built  # the same input again: kept, not built anew
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (3, 10))  # under 40% free: nothing built ahead
     ct.prepare({"problem": problem.record(), "spec": first.record(), "margins": []})
     assert ct._PREPARED == {}

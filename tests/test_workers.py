@@ -262,6 +262,17 @@ def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
         assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
 
 
+def test_a_payload_equal_to_the_standing_one_is_not_handed_again() -> None:
+    # a restart's `rebuilt` record asks again for the input the spare first in line has built
+    with Worker("test_workers:told", spares=2, prepare="test_workers:ahead") as worker:
+        worker.run({"do": "echo"}, timeout=60)
+        for payload in ({"input": 1}, {"input": 1}, {"input": 2}, {"input": 2}):
+            worker.prepare(payload)
+            time.sleep(0.3)  # taken in before the next: the spare would not skip it as superseded
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == [{"input": 1}, {"input": 2}]
+
+
 def test_a_spare_skips_a_payload_a_newer_one_already_supersedes() -> None:
     with Worker("test_workers:told", warm="test_workers:nap", spares=1, prepare="test_workers:ahead") as worker:
         worker.prestart()  # two children warming, 0.3 s each; the first in line is handed both payloads

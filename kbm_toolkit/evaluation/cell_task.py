@@ -138,14 +138,17 @@ def prepare(payload: dict[str, Any]) -> None:
 
     from kbm_toolkit.cuda.reference import run_reference, strict_fp32_references
 
+    problem = Problem.from_record(payload["problem"])
+    spec = InputSpec.from_record(payload["spec"])
+    references = other_environments(payload["margins"])
+    key = _prepared_key(problem.key, spec.id, references)
+    if key in _PREPARED:  # built already: building it again would only delay a takeover
+        return
     _drop_prepared()  # the input before: its memory goes back before the next is built
     free, total = torch.cuda.mem_get_info()
     if free < PREPARE_FREE * total:  # the workers need it more: a mutant must not run out for a copy
         return
     strict_fp32_references()  # as a task sets up: what it builds ahead is what the task would build
-    problem = Problem.from_record(payload["problem"])
-    spec = InputSpec.from_record(payload["spec"])
-    references = other_environments(payload["margins"])
     try:
         model, inputs, ref, _ = run_reference(problem, spec, {})
         if unusable(ref):
@@ -154,7 +157,7 @@ def prepare(payload: dict[str, Any]) -> None:
     except torch.OutOfMemoryError:  # the GPU is busy with the workers: the task builds it if it must
         torch.cuda.empty_cache()
         return
-    _PREPARED[_prepared_key(problem.key, spec.id, references)] = built
+    _PREPARED[key] = built
 
 
 def _drop_prepared() -> None:

@@ -234,8 +234,8 @@ class Worker:
         active child is on), so that taking over after a crash starts with it done; a no-op without
         a `prepare` function. The latest payload stands until the next; a spare skips a payload
         when a newer one (or a task) is already waiting for it."""
-        if self.prepare_target is None:
-            return
+        if self.prepare_target is None or payload == self._payload:
+            return  # the same work again (a restart's `rebuilt` record): the briefed spare has it or is on it
         self._payload = payload
         self._brief()
 
