@@ -7,9 +7,10 @@ with `git worktree add`; each subprocess has its own checkout on PYTHONPATH and 
 folder, so it imports its own kbm_toolkit. Then one table gives, per run: cells, wall seconds,
 cells per second, where its workers' time went (the run's stored `runs.stats.seconds`, per
 `kbm_toolkit.analysis.runs.TIME_SPLIT`), the share outside launches, and the comparing seconds
-against their floor (bytes compared / the GPU's read bandwidth, measured here). Its last lines
-give the goals (new/old cells/s >= 1.5x, new compare/floor <= 1.3, new share outside launches
-<= 15%) and whether the two evaluators' cells agree (outcome, and margin to fp32 rounding).
+against their floor (bytes compared / the GPU's read bandwidth, measured here), over all cells and
+over the problems whose comparisons read at least 1 GB each (the issue's measure: on small outputs
+a comparison is per-call latency). Its last lines give the goals (new/old cells/s >= 1.5x, new
+compare/floor <= 1.3, new share outside launches <= 15%) and whether the two evaluators' cells agree (outcome, and margin to fp32 rounding).
 
     python bench/eval_throughput.py --store S --baseline-commit SHA [--problems K,K] [--inputs kernelbench]
         [--sample 0.2] [--repeat 1] [--out DIR] [--work DIR] [--kernelbench PATH] [--budget S]
@@ -430,8 +431,27 @@ def with_floors(rows: list[dict[str, Any]], bandwidth: float | None) -> list[dic
         if bandwidth and r.get("compared_bytes") and r["compare_s"] is not None:
             r["floor_s"] = round(r["compared_bytes"] / bandwidth, 3)
             r["compare_over_floor"] = round(r["compare_s"] / r["floor_s"], 2) if r["floor_s"] else None
+        r.update(large_comparisons(r.get("problems"), bandwidth))
         out.append(r)
     return out
+
+
+LARGE = 1e9
+"""Bytes one comparison reads (output and reference) from which it counts as large: the issue's
+compare goal is on the pool's largest outputs, where a comparison is bandwidth, not per-call latency."""
+
+
+def large_comparisons(problems: dict[str, dict[str, float]] | None, bandwidth: float | None) -> dict[str, Any]:
+    """Compare/floor over the problems whose comparisons read at least `LARGE` bytes each on
+    average (a run's split per problem with `compares`), and which problems those are."""
+    large = {k: p for k, p in (problems or {}).items()
+             if p.get("compares") and p.get("compared_bytes", 0) / p["compares"] >= LARGE}
+    compared = sum(p["compared_bytes"] for p in large.values())
+    if not bandwidth or not compared:
+        return {}
+    return {"large_problems": sorted(large),
+            "large_compare_over_floor": round(sum(p.get("comparing", 0.0) for p in large.values())
+                                              / (compared / bandwidth), 2)}
 
 
 def part_order(rows: list[dict[str, Any]]) -> list[str]:
@@ -474,6 +494,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("floor s", [fmt(r.get("floor_s"), ".2f", "*" if r.get("bytes_borrowed") else "") for r in rows]),
         ("compare / floor (goal <= 1.3)", [fmt(r.get("compare_over_floor"), ".2f",
                                                "*" if r.get("bytes_borrowed") else "") for r in rows]),
+        ("  comparisons >= 1 GB", [fmt(r.get("large_compare_over_floor"), ".2f") for r in rows]),
     ]
     heads = [f"{r['evaluator']} #{r['rep'] + 1}" + (" stopped" if r.get("stopped") else "") for r in rows]
     width = max(len(name) for name, _ in lines)
@@ -521,6 +542,11 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
                  else "new/old cells/s: - (a run is missing)")
     lines.append(f"new compare / floor: {floor:.2f} (goal <= 1.3)" if floor is not None
                  else "new compare / floor: - (no bytes compared stored)")
+    large = median("new", "large_compare_over_floor")
+    if large is not None:  # item 1's measure: the largest outputs, where comparing is reading
+        names = next(r["large_problems"] for r in rows if r["evaluator"] == "new" and r.get("large_problems"))
+        lines.append(f"new compare / floor on comparisons of >= {LARGE / 1e9:g} GB: {large:.2f} (goal <= 1.3; "
+                     f"{', '.join(n.split('/')[-1] for n in names)})")
     aside = median("new", "share_not_any_launch")
     lines.append(f"new share outside launches: {outside:.1%} (goal <= 15%); {aside:.1%} with crashed launches "
                  "counted as launches" if outside is not None and aside is not None

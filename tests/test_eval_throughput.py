@@ -239,3 +239,17 @@ def test_the_split_per_problem_puts_the_slowest_comparing_first():
     assert lines[1].split()[0] == "level1/23_Softmax" and lines[2].split()[0] == "level1/19_ReLU"
     assert lines[1].split()[-1] == "3.00" and lines[2].split()[-1] == "1.00"  # 0.9 s against a 0.3 s floor
     assert bench.problem_table({"evaluator": "old", "rep": 0}, 4e12) == "old #1: no split per problem stored"
+
+
+def test_compare_against_its_floor_is_also_given_on_the_large_comparisons_alone():
+    problems = {"level1/19_ReLU": {"comparing": 0.6, "compared_bytes": 1.2e12, "compares": 100},  # 12 GB each
+                "level1/23_Softmax": {"comparing": 0.3, "compared_bytes": 0.4e12, "compares": 100},  # 4 GB each
+                "level1/1_Square": {"comparing": 5.0, "compared_bytes": 1e9, "compares": 100}}  # 10 MB each
+    new = {"evaluator": "new", "rep": 0, "cells": 300, "cells_per_s": 30.0, "seconds": SECONDS,
+           "compared_bytes": 1.601e12, "problems": problems}
+    (row,) = bench.with_floors([new], 4e12)
+    assert row["large_problems"] == ["level1/19_ReLU", "level1/23_Softmax"]
+    assert row["large_compare_over_floor"] == 2.25  # 0.9 s against 1.6e12 B at 4e12 B/s; the small one left out
+    assert "comparisons of >= 1 GB: 2.25 (goal <= 1.3; 19_ReLU, 23_Softmax)" in "\n".join(bench.verdict_lines([row], [], 4e12))
+    assert bench.large_comparisons({"level1/1_Square": problems["level1/1_Square"]}, 4e12) == {}
+    assert bench.large_comparisons({"x": {"comparing": 1.0, "compared_bytes": 5e9}}, 4e12) == {}  # no `compares` stored
