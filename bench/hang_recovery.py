@@ -8,12 +8,20 @@ cold one started afterwards:
   kill       an endless loop, the child killed with SIGKILL after --after seconds (the watchdog)
 
     python bench/hang_recovery.py [--after 2] [--json OUT.json]      # needs a CUDA GPU
+    python bench/hang_recovery.py --idle 0,6 --hold-gb 0,20          # the crash's latency grid
 
 Recovery is the time from the bad kernel's launch until the next kernel has run: with the warm
 spare, the bad process's end plus the spare's kernel; from a cold start, the bad process's end plus
 a fresh worker's start (torch, a CUDA context, the kernel's image) and its kernel. The last line is
 their ratio per scenario, warm spare over cold start, both measured in this call: what keeping a
 spare warm saves the evaluator.
+
+With --idle and --hold-gb it measures instead how long an out-of-bounds store takes to report its
+error (launch until the exception, as a worker times a crashed launch) while N other processes
+hold idle CUDA contexts (a worker's warm spares) and while the crashing process holds G GB of
+device memory (a worker's inputs, references and cache): one crash per (N, G), each in a fresh
+process. The last line is the slowest cell's latency over the (0 idle, 0 GB) cell's, both in this
+call: whether what a run keeps alive makes each crash dearer.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from kbm_toolkit.cuda.kernels import device_arch
 import numpy as np
 dev = Device(0); dev.set_current()
 buf = torch.zeros(1024, device="cuda")
+hold = torch.empty(int(float(sys.argv[3]) * 2**30) // 4, device="cuda") if len(sys.argv) > 3 else None
 src = sys.stdin.readline()
 while src.strip() == "":
     src = sys.stdin.readline()
@@ -70,9 +79,10 @@ except Exception as e:
 class Child:
     """A process that builds one kernel, waits for `go`, launches it and reports."""
 
-    def __init__(self, source: str, blocks: int = 1) -> None:
+    def __init__(self, source: str, blocks: int = 1, hold_gb: float = 0.0) -> None:
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ROOT), str(blocks)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ROOT), str(blocks), str(hold_gb)],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, start_new_session=True)
         self.proc.stdin.write(json.dumps(source) + "\n")
         self.proc.stdin.flush()
@@ -129,17 +139,60 @@ def scenario(name: str, after: float, sms: int) -> dict:
     return result
 
 
+def crash_latency(idle: int, hold_gb: float, sms: int) -> dict:
+    """Launch-to-error milliseconds of an out-of-bounds store, with `idle` other processes holding
+    warm contexts and `hold_gb` GB allocated in the crashing one."""
+    others = [Child(KERNELS["tiny"]) for _ in range(idle)]
+    for o in others:
+        o.ready()
+    bad = Child(KERNELS["crash"], blocks=sms * 8, hold_gb=hold_gb)
+    bad.ready()
+    bad.go()
+    assert bad.line() == "launched"
+    report = bad.line()
+    bad.proc.wait()
+    for o in others:
+        o.proc.kill()
+        o.proc.wait()
+    if not report.startswith("error "):
+        raise RuntimeError(f"the out-of-bounds store did not fail: {report!r}")
+    return {"idle": idle, "hold_gb": hold_gb, "error_ms": float(report.split()[1]), "report": report}
+
+
+def grid(idles: list[int], holds: list[float], sms: int, out: Path | None) -> None:
+    """The crash-latency grid, one fresh crash per cell; the last line its slowest cell over the first."""
+    rows = []
+    for idle in idles:
+        for hold in holds:
+            rows.append(crash_latency(idle, hold, sms))
+            print(json.dumps(rows[-1]), flush=True)
+    if out:
+        out.write_text(json.dumps(rows, indent=1))
+    print(f"{'idle contexts':>13} {'held GB':>8} {'error after':>12}")
+    for r in rows:
+        print(f"{r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms")
+    base, worst = rows[0], max(rows, key=lambda r: r["error_ms"])
+    print(f"ratio, slowest crash ({worst['idle']} idle, {worst['hold_gb']:g} GB) / ({base['idle']} idle, "
+          f"{base['hold_gb']:g} GB): {worst['error_ms']:.1f} / {base['error_ms']:.1f} ms = "
+          f"{worst['error_ms'] / base['error_ms']:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--after", type=float, default=2.0, help="seconds before SIGKILL in the kill scenario")
     ap.add_argument("--scenarios", default="crash,kill")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--idle", help="the crash-latency grid: idle contexts alive beside the crash, e.g. 0,6")
+    ap.add_argument("--hold-gb", default="0", help="with --idle: GB held by the crashing process, e.g. 0,20")
     args = ap.parse_args()
     import torch
 
     if not torch.cuda.is_available():
         raise SystemExit("bench/hang_recovery.py needs a CUDA GPU: it crashes and hangs real kernels")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if args.idle is not None:
+        grid([int(v) for v in args.idle.split(",")], [float(v) for v in args.hold_gb.split(",")], sms, args.json)
+        return
     rows = []
     for name in args.scenarios.split(","):
         row = scenario(name, args.after, sms)

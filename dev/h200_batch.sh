@@ -4,6 +4,8 @@
 #                                           refcheck-level3 (level 3's references against fp64, into .kbm/gate.db)
 #                                           regate-failed demo-protocols (needs .kbm/demo.db gated and mutated)
 #                                           hang-bench (recovery after a crash and after the watchdog's kill)
+#                                           crash-grid (a crash's launch-to-error time with IDLE idle contexts
+#                                           beside it, default 0,2,6, and HOLD_GB held in it, default 0,20)
 #                                           kb-pool (the live store $KB_STORE, first copied from $KB_SEED (default
 #                                           .kbm/kb-seed.db, or its .gz, gated and mutated); SAMPLE share, default 0.1,
 #                                           or several in turn ("0.5 0.6");
@@ -89,6 +91,9 @@ for step in "$@"; do
             cp .kbm/demo.db "$OUT/" ;;
         hang-bench) timeout "$(left)" python3 bench/hang_recovery.py --json "$OUT/logs/hang.json" \
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
+        crash-grid) timeout "$(left)" python3 bench/hang_recovery.py --idle "${IDLE:-0,2,6}" --hold-gb "${HOLD_GB:-0,20}" \
+                        --json "$OUT/logs/crash-grid.json" > "$OUT/logs/crash-grid.txt" 2>&1
+                    grep -v '^{' "$OUT/logs/crash-grid.txt" | tail -n 20 ;;
         kb-pool)  # the KernelBench pool's kill matrix over a SAMPLE of its mutants, as far as the budget reaches;
                   # resumable. The live store stays on a warm machine between calls; a fresh one starts from the seed.
             # SAMPLE may name several shares ("0.5 0.6"): each runs in turn while the budget lasts,
