@@ -10,7 +10,11 @@ cells per second, where its workers' time went (the run's stored `runs.stats.sec
 against their floor (bytes compared / the GPU's read bandwidth, measured here), over all cells and
 over the problems whose comparisons read at least 1 GB each (the issue's measure: on small outputs
 a comparison is per-call latency). Its last lines give the goals (new/old cells/s >= 1.5x, new
-compare/floor <= 1.3, new share outside launches <= 15%) and whether the two evaluators' cells agree (outcome, and margin to fp32 rounding).
+compare/floor <= 1.3, new share outside launches <= 15%) and whether the two evaluators' cells
+agree (outcome, and margin to fp32 rounding). With `--repeat 2` each evaluator's two runs are also
+compared with each other, and the cells old and new differ in are split into those that differ run
+to run (the mutant's own races, or reads of memory it does not own) and those that do not (the
+evaluators disagree).
 
     python bench/eval_throughput.py --store S --baseline-commit SHA [--problems K,K] [--inputs kernelbench]
         [--sample 0.2] [--repeat 1] [--out DIR] [--work DIR] [--kernelbench PATH] [--budget S]
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -527,8 +532,10 @@ def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
     return "\n".join(lines)
 
 
-def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]], bandwidth: float | None) -> list[str]:
-    """The last lines: the bandwidth, the goals (medians over repetitions) and the cell comparison."""
+def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]], bandwidth: float | None,
+                  selves: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """The last lines: the bandwidth, the goals (medians over repetitions), the cell comparison and,
+    with each evaluator run twice (`selves`), which of the differing cells differ run to run."""
     def median(evaluator: str, key: str) -> float | None:
         values = [r[key] for r in rows if r["evaluator"] == evaluator and r.get(key) is not None]
         return statistics.median(values) if values else None
@@ -552,7 +559,42 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
                  "counted as launches" if outside is not None and aside is not None
                  else "new share outside launches: -")
     lines += [cells_line(c, i) for i, c in enumerate(comparisons)]
+    if comparisons and selves:
+        lines.append(stability_line(comparisons[0], selves))
     return lines
+
+
+def self_comparisons(runs: dict[str, list[Path]], keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Each evaluator's first two runs' cells against each other (`--repeat 2`): what differs there
+    is the mutants' own doing (races, reads of memory they do not own), not the evaluator's."""
+    from compare_cells import compare_cells
+
+    return {name: compare_cells(paths[0], paths[1], keys, rel=1e-6) for name, paths in runs.items() if len(paths) >= 2}
+
+
+def unstable_cells(result: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (mutant, input) cells a comparison finds different or in one store only."""
+    return ({(d["mutant"], d["input"]) for d in result["differing"]}
+            | {tuple(c) for c in result["only_first"]} | {tuple(c) for c in result["only_second"]})
+
+
+def stability_line(result: dict[str, Any], selves: dict[str, dict[str, Any]]) -> str:
+    """Old against new's differing cells, split: those that also differ between two runs of one
+    evaluator (the mutant's nondeterminism, named by rule) and those stable in both (the evaluators
+    disagree: named by rule and problem)."""
+    unstable = set().union(*(unstable_cells(r) for r in selves.values()))
+    differ = result["differing"]
+    moving = [d for d in differ if (d["mutant"], d["input"]) in unstable]
+    stable = [d for d in differ if (d["mutant"], d["input"]) not in unstable]
+
+    def rules(cells: list[dict[str, Any]], by_problem: bool = False) -> str:
+        count = Counter((d["rule"], d["problem"]) if by_problem else d["rule"] for d in cells)
+        return ", ".join(f"{' in '.join(k) if by_problem else k} {n}" for k, n in count.most_common(12)) or "none"
+
+    runs = " and ".join(f"{name} #1 vs #2: {len(unstable_cells(r))} cells" for name, r in selves.items())
+    return (f"of the {len(differ)} cells old and new differ in, {len(moving)} also differ between two runs of one "
+            f"evaluator ({runs}; the mutant's own nondeterminism: {rules(moving)}); {len(stable)} are the same "
+            f"run to run ({sum(d['outcome_differs'] for d in stable)} in outcome: {rules(stable, True)})")
 
 
 def cells_line(result: dict[str, Any], rep: int) -> str:
@@ -623,6 +665,7 @@ def main(argv: list[str] | None = None) -> None:
     db.close()
     rows: list[dict[str, Any]] = []
     comparisons: list[dict[str, Any]] = []
+    runs: dict[str, list[Path]] = {}  # each evaluator's store copies, by repetition
     longest, stop = 0.0, False
     for rep in range(args.repeat):
         copies: dict[str, Path] = {}
@@ -639,6 +682,7 @@ def main(argv: list[str] | None = None) -> None:
             if bases[name] != base:  # this checkout reads the baseline's copy: the records go back
                 restore_migrations(copies[name], base)
             rows.append(run_row(copies[name], after, name, rep, process_s, rc))
+            runs.setdefault(name, []).append(copies[name])
             print(f"{name} #{rep + 1}: {rows[-1].get('cells', 0)} cells, {rows[-1].get('cells_per_s', '-')} cells/s, "
                   f"process {process_s:.0f} s, exit {rc}", flush=True)
             _dump(out / "runs.json", {"bandwidth": bandwidth, "runs": rows})
@@ -649,12 +693,15 @@ def main(argv: list[str] | None = None) -> None:
             _dump(out / "compare.json", comparisons)
         if stop:
             break
+    selves = self_comparisons(runs, keys)
+    if selves:
+        _dump(out / "self-compare.json", selves)
     rows = with_floors(rows, bandwidth)
     _dump(out / "runs.json", {"bandwidth": bandwidth, "runs": rows})
     per_problem = "\n\n".join(problem_table(r, bandwidth) for r in rows if r["evaluator"] == "new" and "error" not in r)
     (out / "problems.txt").write_text(per_problem + "\n")
     print(per_problem, flush=True)  # before the table, so that the table's verdict lines come last
-    text = table(rows) + "\n" + "\n".join(verdict_lines(rows, comparisons, bandwidth))
+    text = table(rows) + "\n" + "\n".join(verdict_lines(rows, comparisons, bandwidth, selves))
     (out / "table.txt").write_text(text + "\n")
     print(text)
     print(f"everything is in {out}" + (f"; the baseline worktree stays at {old} (git worktree remove {old})"

@@ -206,6 +206,11 @@ def test_the_whole_bench_with_its_runs_faked(tmp_path, monkeypatch, capsys):
     assert [r["evaluator"] for r in saved["runs"]] == ["old", "new", "old", "new"]
     assert saved["runs"][0]["bytes_borrowed"] and saved["runs"][0]["compared_bytes"] == 2e12
     assert len(json.loads((out / "compare.json").read_text())) == 2
+    # each evaluator gives the same cells run to run: the one that differs is a disagreement of the two
+    selves = json.loads((out / "self-compare.json").read_text())
+    assert sorted(selves) == ["new", "old"] and all(not r["differing"] for r in selves.values())
+    assert ("of the 1 cells old and new differ in, 0 also differ between two runs of one evaluator" in printed
+            and "1 are the same run to run (0 in outcome: rule-x in lv/1_A 1)" in printed)
     assert (out / "table.txt").read_text().startswith(" ") and (out / "logs" / "r2-old.log").is_file()
     assert sqlite3.connect(tmp_path / "s.db").execute("select count(*) from cells").fetchone()[0] == 4
 
@@ -253,3 +258,24 @@ def test_compare_against_its_floor_is_also_given_on_the_large_comparisons_alone(
     assert "comparisons of >= 1 GB: 2.25 (goal <= 1.3; 19_ReLU, 23_Softmax)" in "\n".join(bench.verdict_lines([row], [], 4e12))
     assert bench.large_comparisons({"level1/1_Square": problems["level1/1_Square"]}, 4e12) == {}
     assert bench.large_comparisons({"x": {"comparing": 1.0, "compared_bytes": 5e9}}, 4e12) == {}  # no `compares` stored
+
+
+def _cell(mutant: str, rule: str, outcome_differs: bool = False) -> dict:
+    return {"mutant": mutant, "input": "i1", "rule": rule, "problem": "lv/1_A", "name": f"lv/1_A {rule}",
+            "first": ["pass", 0.1], "second": ["pass", 0.2], "outcome_differs": outcome_differs}
+
+
+def test_cells_that_differ_run_to_run_are_told_apart_from_a_disagreement_of_the_evaluators():
+    result = {"differing": [_cell("m1", "sync-remove"), _cell("m2", "sync-remove", True), _cell("m3", "plus2minus", True),
+                            _cell("m4", "lt2le")], "only_first": [], "only_second": [], "cells": [9, 9],
+              "equal": 5, "rel": 1e-6}
+    selves = {"old": {"differing": [_cell("m1", "sync-remove")], "only_first": [], "only_second": []},
+              "new": {"differing": [], "only_first": [["m2", "i1"]], "only_second": []}}
+    line = bench.stability_line(result, selves)
+    assert line.startswith("of the 4 cells old and new differ in, 2 also differ between two runs of one evaluator "
+                           "(old #1 vs #2: 1 cells and new #1 vs #2: 1 cells; the mutant's own nondeterminism: "
+                           "sync-remove 2); 2 are the same run to run (1 in outcome: ")
+    assert "plus2minus in lv/1_A 1" in line and "lt2le in lv/1_A 1" in line
+    rows = [{"evaluator": "new", "rep": 0, "cells_per_s": 1.0}]
+    assert bench.verdict_lines(rows, [result], None, selves)[-1] == line
+    assert bench.verdict_lines(rows, [result], None)[-1].startswith("cells old vs new (#1)")  # one run each: no split
