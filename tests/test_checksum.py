@@ -116,3 +116,51 @@ def test_a_writer_is_noted_and_no_later_cell_sees_what_it_wrote(tmp_path: Path) 
     assert summary.restarts >= 5  # each write retired its worker
     rest = {k: v for k, v in with_writer.items() if k[0] != "write-input"}
     assert rest == without  # every other cell as if the writer had never run
+
+
+def _cells_task(kernel) -> object:
+    """A cell task reduced to what `_launch` uses, its mutant `m` bound to `kernel` (CPU tensors)."""
+    from kbm_toolkit.evaluation.cell_task import _CellTask
+
+    task = object.__new__(_CellTask)
+    task.margins, task.references, task.kernels = [("strict-fp32", "output", 1.0)], [], {"m": kernel}
+    return task
+
+
+def _built() -> object:
+    from kbm_toolkit.evaluation.cell_task import Built
+
+    x = torch.arange(8, dtype=torch.float32)
+    return Built.watched(None, [x], x * 2, {})
+
+
+@pytest.mark.parametrize("writes", [False, True])
+def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_stops_its_task(writes: bool) -> None:
+    from kbm_toolkit.evaluation.cell_task import OVERWRITE_NOTE
+
+    def kernel(model, inputs):
+        if writes:
+            inputs[0][3] = -1.0
+        return torch.arange(8, dtype=torch.float32) * 2 + 1e-3
+
+    cell: dict = {}
+    assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (not writes)
+    assert cell["outcome"] == "pass" and cell["margin"] == pytest.approx(1e-3, rel=1e-3)
+    assert cell["compare_ms"] >= 0 and cell["check_ms"] >= 0 and "crash_ms" not in cell
+    assert (cell.get("note") == OVERWRITE_NOTE) is writes
+
+
+@pytest.mark.parametrize("writes", [False, True])
+def test_a_launcher_that_breaks_the_contract_is_still_checked_for_writes(writes: bool) -> None:
+    from kbm_toolkit.errors import ContractViolation
+    from kbm_toolkit.evaluation.cell_task import OVERWRITE_NOTE
+
+    def kernel(model, inputs):
+        if writes:
+            inputs[0].zero_()
+        raise ContractViolation("computed with torch", "launch.py")
+
+    cell: dict = {}
+    assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (not writes)
+    assert cell["outcome"] == "crash" and "crash_ms" in cell and "check_ms" in cell
+    assert (cell["note"] == OVERWRITE_NOTE) is writes

@@ -368,3 +368,28 @@ def test_kernel_beyond_two_to_the_31_elements() -> None:
     assert got.max_abs >= 99.0
     out[n - 1] = NAN
     assert compare(ref, out).outcome is Outcome.NONFINITE
+
+
+@pytest.mark.gpu
+def test_comparisons_and_a_checksum_read_back_together_answer_as_they_do_apart() -> None:
+    from kbm_toolkit.cuda.checksum import Watch
+    from kbm_toolkit.cuda.comparison import queue_compare
+    from kbm_toolkit.cuda.readback import Readback
+
+    ref = torch.randn(1_000_003, device="cuda")
+    out = ref + torch.randn_like(ref) * 1e-3
+    out[7] = NAN
+    other = ref[1:].clone() * (1 + 1e-4)  # against ref[1:], a view 4 bytes in: read element by element
+    extra = [("reference", 0.1 * k) for k in range(1, 11)]  # two launches of the kernel, 8 extras each
+    watch = Watch([ref, other])
+    readback = Readback()
+    fine = queue_compare(readback, ref[1:], other, extra)
+    nonfinite = queue_compare(readback, ref, out)
+    changed = watch.queue_changed(readback)
+    shape = queue_compare(readback, ref, out[:5])  # answered at once: no kernel part
+    assert len(readback.parts) == 3
+    other[0] += 1.0  # after queueing, before the run: the checksum sees it, as it runs after
+    readback.run()
+    assert same(fine(), compare(ref[1:], other, extra)) and nonfinite().outcome is Outcome.NONFINITE
+    assert changed() is True and shape().outcome is Outcome.SHAPE
+    assert len(readback.gpu_ms) == 3 and all(ms >= 0 for ms in readback.gpu_ms)

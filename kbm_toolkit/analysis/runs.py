@@ -11,7 +11,8 @@ TIME_SPLIT = {
     "crashed": "launches that crashed or hung, until the error came (as the worker timed it) or the deadline",
     "loading": "loading mutants' images into the worker",
     "comparing": "comparing outputs with the references (before 2026-12-02 also checking for overwrites)",
-    "checking": "checksums: whether a mutant wrote over its inputs, weights or references",
+    "checking": "checksums: whether a mutant wrote over its inputs, weights or references (read back with "
+                "the comparison: the one wait is split by the two kernels' GPU time)",
     "building": "building models and inputs",
     "references": "running references",
     "rebuilding": "building an input checked before and its references again (after a restart, or an earlier run)",

@@ -14,7 +14,7 @@ view does not look.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 SOURCE = r"""
 typedef unsigned long long u64;
@@ -112,19 +112,35 @@ class Watch:
             return []
         if self._device.type != "cuda":
             return [host_checksum(t) for t in _distinct(self.tensors)]
+        slots = torch.zeros(len(self.spans), dtype=torch.int64, device=self._device)
+        self._launch(slots)
+        return [v & MASK for v in slots.tolist()]
+
+    def _launch(self, slots: Any) -> None:
+        """Queue the checksum kernel on torch's current stream, each storage's sum into its slot (zeroed int64)."""
+        import torch
+
         kernels, width = _kernel()
         # the addresses go to the device afresh each time: kept there, a stray write could reach them too
         spans = torch.tensor(self.spans, dtype=torch.int64).pin_memory().to(self._device, non_blocking=True)
-        slots = torch.zeros(len(self.spans), dtype=torch.int64, device=self._device)
         for first in range(0, len(self.spans), MAX_STORAGES):
             count = min(MAX_STORAGES, len(self.spans) - first)
             kernels.kbm_checksums(spans[first:first + count].reshape(-1), slots[first:first + count],
                                   grid=(width, count), block=BLOCK)
-        return [v & MASK for v in slots.tolist()]
 
     def changed(self) -> bool:
         """Whether any watched storage's bits differ from when the watch was built."""
         return self.take() != self.sums
+
+    def queue_changed(self, readback: Any) -> Callable[[], bool]:
+        """`changed`, its kernel queued on `readback` (`cuda.readback.Readback`) to be read with the
+        other parts there; the returned function answers once the readback has run. Off the GPU (or
+        with nothing watched) it is answered at once."""
+        if not self.spans or self._device.type != "cuda":
+            done = self.changed()
+            return lambda: done
+        index = readback.add(len(self.spans), self._launch)
+        return lambda: [v & MASK for v in readback.host[index].tolist()] != self.sums
 
 
 def _distinct(tensors: Sequence[Any]) -> list[Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from kbm_toolkit.vocabulary import Outcome
 
@@ -265,22 +265,54 @@ def _loaded(device: int) -> tuple[Any, int]:
     return own_kernels(SOURCE, WHERE, device, BLOCKS_PER_SM)
 
 
-def _compare_kernel(ref: Any, out: Any, extra: Sequence[tuple[str, float]]) -> Comparison:
-    """`compare` by the one-pass kernel, on torch's current stream, with one synchronisation."""
-    import torch
+def _slots(extra: Sequence[tuple[str, float]]) -> int:
+    """int32 slots the kernel writes for one comparison: [bad, max_abs, margin, extras...], a slot of
+    1 keeping the extras' pointer valid when none is asked."""
+    return 3 + max(1, len(extra))
 
+
+def _launch_kernel(ref: Any, out: Any, extra: list[tuple[str, float]], result: Any) -> None:
+    """Queue the one-pass kernel over (ref, out) on torch's current stream, into `result` (zeroed int32 slots)."""
     kernels, width = _loaded(ref.device.index)  # the current device: kernel_takes checked it
-    extra = list(extra)
     head, nvec = split(ref.numel(), ref.data_ptr(), out.data_ptr())
     grid = max(1, min(width, -(-max(nvec, ref.numel() - 4 * nvec) // BLOCK)))
-    # [bad, max_abs, margin, extras...]; a slot of 1 keeps the extras' pointer valid when none is asked
-    result = torch.zeros(3 + max(1, len(extra)), dtype=torch.int32, device=ref.device)
     for first in range(0, max(1, len(extra)), EXTRA_PER_LAUNCH):
         chunk = extra[first:first + EXTRA_PER_LAUNCH]
         args = launch_arguments(ref, out, head, nvec, chunk, result[:3], result[3 + first:])
         kernels.launch(ENTRY, args, grid, BLOCK)
-    host = result.cpu()
+
+
+def _read_kernel(host: Any, extra: list[tuple[str, float]]) -> Comparison:
+    """The Comparison from the kernel's slots, copied to the host (int32)."""
+    import torch
+
     if host[0]:
         return failed(Outcome.NONFINITE, extra)
     values = host[1:].view(torch.float32).tolist()
     return Comparison(Outcome.PASS, values[1], values[0], dict(zip(extra, values[2:])))
+
+
+def _compare_kernel(ref: Any, out: Any, extra: Sequence[tuple[str, float]]) -> Comparison:
+    """`compare` by the one-pass kernel, on torch's current stream, with one synchronisation."""
+    import torch
+
+    extra = list(extra)
+    result = torch.zeros(_slots(extra), dtype=torch.int32, device=ref.device)
+    _launch_kernel(ref, out, extra, result)
+    return _read_kernel(result.cpu(), extra)
+
+
+def queue_compare(readback: Any, ref: Any, out: Any, extra: Sequence[tuple[str, float]] = ()) -> Callable[[], Comparison]:
+    """`compare`, its kernel queued on `readback` (`cuda.readback.Readback`) to be read with the
+    other parts there; the returned function gives the Comparison once the readback has run. Pairs
+    the kernel does not take are compared at once, by `compare`."""
+    import torch
+
+    extra = list(extra)
+    if not (isinstance(ref, torch.Tensor) and isinstance(out, torch.Tensor) and ref.shape == out.shape
+            and ref.numel() and kernel_takes(ref, out)):
+        done = compare(ref, out, extra)
+        return lambda: done
+    slots = _slots(extra)
+    index = readback.add(-(-slots // 2), lambda words: _launch_kernel(ref, out, extra, words.view(torch.int32)[:slots]))
+    return lambda: _read_kernel(readback.host[index].view(torch.int32)[:slots], extra)

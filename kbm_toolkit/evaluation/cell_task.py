@@ -4,7 +4,8 @@ in, a stream of records out. Runs only inside a worker process (`CELL_TASK`).
 Input-major: each input is built once, the reference computed once, the correct substrate run
 (its margin decides the input's validity), then every mutant, then the input is freed. After each
 mutant the checksums of the inputs, the model's weights and the references (`cuda.checksum`, one
-read of each, no copy) say whether it wrote over them; a writer's cell stands, and the worker is
+read of each, no copy; queued with the comparison and read back with it, `cuda.readback`) say
+whether it wrote over them; a writer's cell stands, and the worker is
 replaced, since its stray writes may reach memory no checksum watches.
 
 The reference is strict fp32; a task asking for margins against another reference environment
@@ -19,7 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generator, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
@@ -62,7 +63,8 @@ def warm_up() -> dict[str, float]:
     from kbm_toolkit.cuda.reference import strict_fp32_references
     from kbm_toolkit.cuda.launch_guard import guard
     from kbm_toolkit.cuda.checksum import Watch
-    from kbm_toolkit.cuda.comparison import compare
+    from kbm_toolkit.cuda.comparison import queue_compare
+    from kbm_toolkit.cuda.readback import Readback
     from kbm_toolkit.cuda.nvrtc import compile_source
     from kbm_toolkit.cuda.kernels import Kernels, device_arch
     from kbm_toolkit.cuda.signatures import entry_points
@@ -74,8 +76,10 @@ def warm_up() -> dict[str, float]:
     with torch.no_grad():
         with guard("warm-up"):
             x = torch.zeros(4, 4, device="cuda")
-        compare(x, x.clone())
-        Watch([x]).changed()
+        readback = Readback()  # a cell's judging step: the comparison and the checksum, read back once
+        comparison, changed = queue_compare(readback, x, x.clone()), Watch([x]).queue_changed(readback)
+        readback.run()
+        comparison(), changed()
         lap("guard")
         x @ x  # cuBLAS and cuDNN handles: every restart would otherwise pay them in its first reference
         torch.nn.functional.conv2d(x[None, None], x[None, None, :3, :3])
@@ -260,7 +264,19 @@ def compared(out: Any, ref: Any, others: dict[str, Any], margins: list[Margin],
     """The strict comparison of `out` with `ref`, and every margin of `margins` beyond the columns:
     against the strict reference, or against `others` (environment -> its reference) where that
     differs from it; `references` are the other environments asked for."""
-    from kbm_toolkit.cuda.comparison import compare
+    from kbm_toolkit.cuda.readback import Readback
+
+    readback = Readback()
+    read = queue_compared(readback, out, ref, others, margins, references)
+    readback.run()
+    return read()
+
+
+def queue_compared(readback: Any, out: Any, ref: Any, others: dict[str, Any], margins: list[Margin],
+                   references: list[str]) -> Callable[[], tuple[Any, dict[str, float]]]:
+    """`compared`, its comparisons queued on `readback` (`cuda.readback.Readback`); the returned
+    function gives its answer once the readback has run."""
+    from kbm_toolkit.cuda.comparison import queue_compare
 
     def asked(reference: str) -> list[tuple[str, float]]:
         return [(sc, x) for r, sc, x in margins if r == reference]
@@ -272,12 +288,19 @@ def compared(out: Any, ref: Any, others: dict[str, Any], margins: list[Margin],
 
     same = [STRICT] + [name for name in references if name not in others]
     pairs = sorted({p for name in same for p in asked(name) if not in_columns(*p)})
-    cmp = compare(ref, out, pairs)
-    found = {margin_key(name, sc, x): value(cmp, sc, x) for name in same for sc, x in asked(name)}
-    for name, other in others.items():
-        theirs = compare(other, out, [p for p in asked(name) if not in_columns(*p)])
-        found.update({margin_key(name, sc, x): value(theirs, sc, x) for sc, x in asked(name)})
-    return cmp, found
+    strict = queue_compare(readback, ref, out, pairs)
+    theirs = {name: queue_compare(readback, other, out, [p for p in asked(name) if not in_columns(*p)])
+              for name, other in others.items()}
+
+    def read() -> tuple[Any, dict[str, float]]:
+        cmp = strict()
+        found = {margin_key(name, sc, x): value(cmp, sc, x) for name in same for sc, x in asked(name)}
+        for name, other in theirs.items():
+            got = other()
+            found.update({margin_key(name, sc, x): value(got, sc, x) for sc, x in asked(name)})
+        return cmp, found
+
+    return read
 
 
 class _CellTask:
@@ -457,16 +480,6 @@ class _CellTask:
         yield {"kind": RecordKind.START, "mutant": m["id"], "input": spec.id}
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "mutant": m["id"], "input": spec.id}
         usable = self._launch(m, built, cell)
-        if usable:
-            start = time.perf_counter()
-            try:
-                if built.overwritten():
-                    cell["note"] = OVERWRITE_NOTE
-                    usable = False  # what else its stray writes reached, no checksum says
-            except Exception as e:  # a CUDA error surfacing only now: the context is gone all the same
-                cell["note"] = f"checking for overwrites failed: {type(e).__name__}: {str(e)[:160]}"
-                usable = False
-            cell["check_ms"] = (time.perf_counter() - start) * 1000
         if not usable:
             yield cell
             yield {"kind": RecordKind.POISONED, "mutant": m["id"], "input": spec.id}
@@ -479,8 +492,9 @@ class _CellTask:
         return True
 
     def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any]) -> bool:
-        """Load mutant `m`, launch it and compare its output, into `cell`; False where a CUDA error
-        left the context unusable."""
+        """Load mutant `m`, launch it, compare its output and check that it left its inputs, weights
+        and references as it found them, into `cell`; False where a CUDA error left the context
+        unusable or the mutant wrote over what it must not."""
         import torch
 
         start = time.perf_counter()
@@ -496,12 +510,15 @@ class _CellTask:
                 out = kernel(built.model, built.inputs)
             cell["ms"] = (time.perf_counter() - start) * 1000
             start = time.perf_counter()
-            cmp, margins = self._margins(out, built.ref, built.others)
+            cmp, margins, overwritten = self._judge(out, built, cell)
             cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs,
-                        compare_ms=(time.perf_counter() - start) * 1000, compared_bytes=_compared_bytes(out, built))
+                        compared_bytes=_compared_bytes(out, built))
             if margins:
                 cell["margins"] = margins
             del out
+            if overwritten:  # its cell stands; what else its stray writes reached, no checksum says
+                cell["note"] = OVERWRITE_NOTE
+                return False
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
             cell.update(outcome=Outcome.CRASH, note=e.line(), crash_ms=(time.perf_counter() - start) * 1000)
         except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
@@ -513,7 +530,47 @@ class _CellTask:
             cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}",
                         crash_ms=(time.perf_counter() - start) * 1000)
             return False
+        if "check_ms" not in cell:  # a crash that left the context usable may still have written over its inputs
+            return self._intact(built, cell)
         return True
+
+    def _intact(self, built: Built, cell: dict[str, Any]) -> bool:
+        """Whether the launch left what `built` watches as it found it, into `cell` (its `check_ms`,
+        and its note where not)."""
+        start = time.perf_counter()
+        try:
+            intact = not built.overwritten()
+            if not intact:
+                cell["note"] = OVERWRITE_NOTE
+        except Exception as e:  # a CUDA error surfacing only now: the context is gone all the same
+            cell["note"] = f"checking for overwrites failed: {type(e).__name__}: {str(e)[:160]}"
+            intact = False
+        cell["check_ms"] = (time.perf_counter() - start) * 1000
+        return intact
+
+    def _judge(self, out: Any, built: Built, cell: dict[str, Any]) -> tuple[Any, dict[str, float], bool]:
+        """The comparisons of `out` and whether the launch wrote over what `built` watches, their
+        kernels queued together and read back once (`cuda.readback`): one wait for the GPU, not two.
+        `cell` gets `compare_ms` and `check_ms`: each part's own queueing, and the one wait split
+        between them by their kernels' GPU time."""
+        from kbm_toolkit.cuda.readback import Readback
+
+        readback = Readback()
+        began = time.perf_counter()
+        read_comparisons = queue_compared(readback, out, built.ref, built.others, self.margins, self.references)
+        compares = len(readback.parts)
+        queued = time.perf_counter()
+        read_overwritten = built.watch.queue_changed(readback)
+        checked = time.perf_counter()
+        readback.run()
+        cmp, margins = read_comparisons()
+        overwritten = read_overwritten()
+        wait = time.perf_counter() - checked
+        gpu_compare, gpu_check = sum(readback.gpu_ms[:compares]), sum(readback.gpu_ms[compares:])
+        share = gpu_compare / (gpu_compare + gpu_check) if gpu_compare + gpu_check > 0 else 0.5
+        cell["compare_ms"] = (queued - began + wait * share) * 1000
+        cell["check_ms"] = (checked - queued + wait * (1 - share)) * 1000
+        return cmp, margins, overwritten
 
     def _kernel(self, m: dict[str, Any]) -> Any:
         """Mutant `m`'s kernel, loaded once per task."""

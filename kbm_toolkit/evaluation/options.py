@@ -17,7 +17,7 @@ CELL_PREPARE = "kbm_toolkit.evaluation.cell_task:prepare"
 """What the next spare in line of a `CELL_TASK` worker builds ahead: the input its worker is on."""
 GPU_PRELOAD = ("torch", "cuda.core", "kbm_toolkit.evaluation.cell_task", "kbm_toolkit.evaluation.submission_task",
                "kbm_toolkit.cuda.kernels", "kbm_toolkit.cuda.reference", "kbm_toolkit.cuda.comparison",
-               "kbm_toolkit.cuda.checksum", "kbm_toolkit.problems.tensors")
+               "kbm_toolkit.cuda.checksum", "kbm_toolkit.cuda.readback", "kbm_toolkit.problems.tensors")
 """What the GPU workers' fork server imports once for all their children (`workers.context`):
 importing torch was most of a spare's warm-up. None of it touches CUDA."""
 
