@@ -164,3 +164,25 @@ def test_a_launcher_that_breaks_the_contract_is_still_checked_for_writes(writes:
     assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (not writes)
     assert cell["outcome"] == "crash" and "crash_ms" in cell and "check_ms" in cell
     assert (cell["note"] == OVERWRITE_NOTE) is writes
+
+
+def test_a_queued_watch_reads_its_own_words_of_the_shared_buffer() -> None:
+    """The read-back's plumbing on the CPU: the checksum kernel emulated by the host's sums."""
+    from kbm_toolkit.cuda.readback import Readback
+
+    a, b = torch.arange(10, dtype=torch.float32), torch.arange(3, dtype=torch.int64)
+    watch = Watch([a, b])
+    watch._device = torch.device("cuda")  # as on the GPU: queued, not answered at once
+    watch._launch = lambda slots: slots.copy_(torch.tensor([host_checksum(t) for t in (a, b)], dtype=torch.uint64)
+                                              .view(torch.int64))
+    readback = Readback(device="cpu")
+    readback.add(3, lambda words: words.fill_(7))  # another part first: the watch's words come after its
+    unchanged = watch.queue_changed(readback)
+    assert [p.words for p in readback.parts] == [3, 2]
+    readback.run()
+    assert unchanged() is False
+    b[1] = 5
+    again = Readback(device="cpu")
+    changed = watch.queue_changed(again)
+    again.run()
+    assert changed() is True

@@ -393,3 +393,36 @@ def test_comparisons_and_a_checksum_read_back_together_answer_as_they_do_apart()
     assert same(fine(), compare(ref[1:], other, extra)) and nonfinite().outcome is Outcome.NONFINITE
     assert changed() is True and shape().outcome is Outcome.SHAPE
     assert len(readback.gpu_ms) == 3 and all(ms >= 0 for ms in readback.gpu_ms)
+
+
+def test_queued_comparisons_read_their_own_slots_of_the_shared_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read-back's plumbing on the CPU: the kernel emulated by writing what compare_torch finds
+    into its int32 slots, as the kernel writes them (bad flag, then float bits)."""
+    import kbm_toolkit.cuda.comparison as comparison
+    from kbm_toolkit.cuda.readback import Readback
+
+    def emulated(ref, out, extra, result):
+        found = compare_torch(ref, out, extra)
+        result[0] = int(found.outcome is Outcome.NONFINITE)
+        if found.outcome is Outcome.PASS:
+            values = [found.max_abs, found.margin, *(found.extra[e] for e in extra)]
+            result[1:1 + len(values)] = torch.tensor(values, dtype=torch.float32).view(torch.int32)
+
+    monkeypatch.setattr(comparison, "_launch_kernel", emulated)
+    monkeypatch.setattr(comparison, "kernel_takes", lambda ref, out: True)
+    ref = torch.linspace(-3, 3, 101)
+    extra = [("reference", 0.5), ("output", 2.0), ("reference", 0.0)]  # 6 slots: three words
+    wrong, nan = ref.clone(), ref.clone()
+    wrong[17] += 0.25
+    nan[3] = NAN
+    readback = Readback(device="cpu")
+    first = comparison.queue_compare(readback, ref, wrong, extra)
+    second = comparison.queue_compare(readback, ref, nan)  # 4 slots: two words
+    two = [("output", 1.0), ("reference", 0.25)]  # 5 slots: three words, the last half used
+    third = comparison.queue_compare(readback, ref, ref + 1e-3, two)
+    assert [p.words for p in readback.parts] == [3, 2, 3]
+    readback.run()
+    assert same(first(), compare_torch(ref, wrong, extra)) and first().max_abs == pytest.approx(0.25)
+    assert second().outcome is Outcome.NONFINITE
+    assert same(third(), compare_torch(ref, ref + 1e-3, two))
+    assert readback.gpu_ms == [0.0, 0.0, 0.0]

@@ -26,7 +26,9 @@ class Part:
 class Readback:
     """Parts queued for one launch-and-copy (`add`, then `run`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cuda") -> None:
+        self.device = device
+        """Where the buffer lives: the current CUDA device, or the CPU where a test emulates the kernels."""
         self.parts: list[Part] = []
         self.host: list[Any] = []
         """After `run`: each part's words on the host (int64), in the order added."""
@@ -39,23 +41,27 @@ class Readback:
         return len(self.parts) - 1
 
     def run(self) -> None:
-        """Launch every part on the current CUDA device into one zeroed buffer, then copy it back: one
-        synchronisation (none without parts: off the GPU, each part answered as it was queued)."""
+        """Launch every part into one zeroed buffer, then copy it back: one synchronisation (none
+        without parts: off the GPU, each part was answered as it was queued)."""
         import torch
 
         if not self.parts:
             return
-        buffer = torch.zeros(sum(p.words for p in self.parts), dtype=torch.int64, device="cuda")
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.parts) + 1)]
-        events[0].record()
+        buffer = torch.zeros(sum(p.words for p in self.parts), dtype=torch.int64, device=self.device)
+        timed = buffer.is_cuda
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.parts) + 1)] if timed else []
+        if timed:
+            events[0].record()
         at = 0
-        for part, done in zip(self.parts, events[1:]):
+        for i, part in enumerate(self.parts):
             part.launch(buffer[at:at + part.words])
-            done.record()
+            if timed:
+                events[i + 1].record()
             at += part.words
         host = buffer.cpu()  # waits for every part's kernel, and the events with them
         at = 0
         for part in self.parts:
             self.host.append(host[at:at + part.words])
             at += part.words
-        self.gpu_ms = [start.elapsed_time(end) for start, end in zip(events, events[1:])]
+        self.gpu_ms = ([start.elapsed_time(end) for start, end in zip(events, events[1:])] if timed
+                       else [0.0] * len(self.parts))
