@@ -31,6 +31,7 @@
 #                                           level3-pilot (placed mutants of L3_PROBLEMS, an L3_SAMPLE share, kernelbench's
 #                                           inputs; the store comes back as l3.db.xz)
 #                                           l3-pool (issue 28's pool, resumable from a carried .kbm/l3-live.db.xz)
+#                                           l3-targets (kbm targets on level 3, run on kernelbench's survivors there)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -63,6 +64,16 @@ gate() {
     stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
         gate --resume --timeout 150 "$@" > "$OUT/logs/gate-$(date +%s).txt" 2>&1
     echo "gate $* exit $?; $(cat "$OUT"/logs/gate-*.txt | grep -c ': passed') passed so far"  # grep -c of one file names none
+}
+l3_store() {  # the level-3 store: the carried live one, else the shipped one, else the gate's
+    [ -f /tmp/l3-live.db ] && return
+    if [ -f .kbm/l3-live.db.xz ]; then xz -dc .kbm/l3-live.db.xz > /tmp/l3-live.db
+    elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then xz -dc kbm_toolkit/data/kernelbench-level3.db.xz > /tmp/l3-live.db
+    else cp .kbm/gate.db /tmp/l3-live.db; fi
+}
+l3_pack() {  # the level-3 store back, as l3-live.db.xz
+    python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
+    xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz"
 }
 for step in "$@"; do
     case $step in
@@ -242,16 +253,24 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 > "$OUT/logs/l3-runs.txt" 2>&1
             python3 -c "import sqlite3; sqlite3.connect('/tmp/l3.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             xz -T0 -6 -c /tmp/l3.db > "$OUT/l3.db.xz" ;;
+        l3-targets)  # issue 28 item 4's targeted witnesses: `kbm targets --level level3` (ceilings on the GPU),
+                     # then their inputs on the mutants kernelbench misses in the L3_SAMPLE share (default 0.01);
+                     # the store as for l3-pool, returned as l3-live.db.xz, the protocol as l3-targets.toml
+            l3_store
+            stop_at "$(( $(left) - 60 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
+                targets --level level3 --out .kbm/l3-targets > "$OUT/logs/l3-targets.txt" 2>&1
+            echo "targets --level level3: exit $?; $(tail -n 1 "$OUT/logs/l3-targets.txt")"
+            cp .kbm/l3-targets/protocol.toml "$OUT/l3-targets.toml" 2>/dev/null
+            stop_at "$(( $(left) - 45 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
+                run --level level3 --inputs .kbm/l3-targets --survivors-of kernelbench --sample "${L3_SAMPLE:-0.01}" \
+                --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$OUT/logs/l3-targets-run.txt" 2>&1
+            echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-targets-run.txt")"
+            l3_pack ;;
         l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
                   # L3_SAMPLE share (default 0.1; FIRST_KILL=1 runs with --first-kill), resumable: the store
                   # travels as .kbm/l3-live.db.xz (carry it; without it the
                   # first call starts from the shipped @kernelbench-level3, else from .kbm/gate.db and mutates)
-            if [ ! -f /tmp/l3-live.db ]; then  # the carried live store, else the shipped one, else the gate's
-                if [ -f .kbm/l3-live.db.xz ]; then xz -dc .kbm/l3-live.db.xz > /tmp/l3-live.db
-                elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then
-                    xz -dc kbm_toolkit/data/kernelbench-level3.db.xz > /tmp/l3-live.db
-                else cp .kbm/gate.db /tmp/l3-live.db; fi
-            fi
+            l3_store
             kb3() { python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
                         --kbv third_party/kernel_bench_verified "$@"; }
             if [ "$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/l3-live.db').execute(
@@ -265,8 +284,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} \
                 > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
             echo "run --level level3: exit $? (130: stopped at the call's limit; the next call resumes)"
-            python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
-            xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz" ;;
+            l3_pack ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-level3) gate --level level3 ;;
