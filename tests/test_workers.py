@@ -278,6 +278,8 @@ def test_a_spare_skips_a_payload_a_newer_one_already_supersedes() -> None:
         worker.prestart()  # two children warming, 0.3 s each; the first in line is handed both payloads
         worker.prepare("input 1")
         worker.prepare("input 2")  # both wait for its warm-up: the first is skipped
+        # the task only once the second is taken in: a task already waiting supersedes it too
+        time.sleep(1.5)
         assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
 
 
