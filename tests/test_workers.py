@@ -266,6 +266,7 @@ def test_a_payload_equal_to_the_standing_one_is_not_handed_again() -> None:
     # a restart's `rebuilt` record asks again for the input the spare first in line has built
     with Worker("test_workers:told", spares=2, prepare="test_workers:ahead") as worker:
         worker.run({"do": "echo"}, timeout=60)
+        assert worker._spares[0][1].poll(60)  # the spare first in line is warm: it takes in each payload as it comes
         for payload in ({"input": 1}, {"input": 1}, {"input": 2}, {"input": 2}):
             worker.prepare(payload)
             time.sleep(0.3)  # taken in before the next: the spare would not skip it as superseded
