@@ -11,10 +11,11 @@ against their floor (bytes compared / the GPU's read bandwidth, measured here), 
 over the problems whose comparisons read at least 1 GB each (the issue's measure: on small outputs
 a comparison is per-call latency). Its last lines give the goals (new/old cells/s >= 1.5x, new
 compare/floor <= 1.3, new share outside launches <= 15%) and whether the two evaluators' cells
-agree (outcome, and margin to fp32 rounding). With `--repeat 2` each evaluator's two runs are also
-compared with each other, and the cells old and new differ in are split into those that differ run
-to run (the mutant's own races, or reads of memory it does not own) and those that do not (the
-evaluators disagree).
+agree (outcome, and margin to fp32 rounding), counting apart the differing cells the old
+evaluator measured after a write it restored from copies the write could reach. With `--repeat 2`
+each evaluator's two runs are also compared with each other, and the cells old and new differ in
+are split into those that differ run to run (the mutant's own races, or reads of memory it does
+not own) and those that do not (the evaluators disagree).
 
     python bench/eval_throughput.py --store S --baseline-commit SHA [--problems K,K] [--inputs kernelbench]
         [--sample 0.2] [--repeat 1] [--out DIR] [--work DIR] [--kernelbench PATH] [--budget S]
@@ -559,6 +560,8 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
                  "counted as launches" if outside is not None and aside is not None
                  else "new share outside launches: -")
     lines += [cells_line(c, i) for i, c in enumerate(comparisons)]
+    if comparisons and "old_suspects" in comparisons[0]:
+        lines.append(suspects_line(comparisons[0]))
     if comparisons and selves:
         lines.append(stability_line(comparisons[0], selves))
     return lines
@@ -595,6 +598,31 @@ def stability_line(result: dict[str, Any], selves: dict[str, dict[str, Any]]) ->
     return (f"of the {len(differ)} cells old and new differ in, {len(moving)} also differ between two runs of one "
             f"evaluator ({runs}; the mutant's own nondeterminism: {rules(moving)}); {len(stable)} are the same "
             f"run to run ({sum(d['outcome_differs'] for d in stable)} in outcome: {rules(stable, True)})")
+
+
+def restored_after(path: Path) -> set[tuple[str, str]]:
+    """The (mutant, input) cells a store's evaluator measured after a mutant wrote over an input
+    and it restored that input from copies the write could reach (`Store.overwrite_suspects`: the
+    old evaluator's way, before checksums)."""
+    from kbm_toolkit.store import Store
+
+    store = Store(path)
+    try:
+        return {(m, i) for i, mutants in store.overwrite_suspects().items() for m in mutants}
+    finally:
+        store.close()
+
+
+def suspects_line(result: dict[str, Any]) -> str:
+    """Old against new's differing cells, split: those the old evaluator measured after a write it
+    restored from reachable copies (its inputs or reference may not have been its spec's), and the rest."""
+    suspects = {tuple(c) for c in result.get("old_suspects", ())}
+    differ = result["differing"]
+    after = [d for d in differ if (d["mutant"], d["input"]) in suspects]
+    rest = Counter(d["rule"] for d in differ if (d["mutant"], d["input"]) not in suspects)
+    return (f"of the {len(differ)} cells old and new differ in, {len(after)} were measured by the old evaluator after "
+            f"a write it restored from copies the write could reach ({len(suspects)} such cells in its run); the other "
+            f"{len(differ) - len(after)} by rule: " + (", ".join(f"{r} {n}" for r, n in rest.most_common(15)) or "none"))
 
 
 def cells_line(result: dict[str, Any], rep: int) -> str:
@@ -689,7 +717,8 @@ def main(argv: list[str] | None = None) -> None:
         if len(copies) == 2:  # both ran this repetition: their cells must agree
             from compare_cells import compare_cells
 
-            comparisons.append(compare_cells(copies["old"], copies["new"], keys, rel=1e-6))
+            comparisons.append({**compare_cells(copies["old"], copies["new"], keys, rel=1e-6),
+                                "old_suspects": sorted(restored_after(copies["old"]))})
             _dump(out / "compare.json", comparisons)
         if stop:
             break

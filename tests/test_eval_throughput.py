@@ -207,6 +207,7 @@ def test_the_whole_bench_with_its_runs_faked(tmp_path, monkeypatch, capsys):
     assert saved["runs"][0]["bytes_borrowed"] and saved["runs"][0]["compared_bytes"] == 2e12
     assert len(json.loads((out / "compare.json").read_text())) == 2
     # each evaluator gives the same cells run to run: the one that differs is a disagreement of the two
+    assert "of the 1 cells old and new differ in, 0 were measured by the old evaluator after a write" in printed
     selves = json.loads((out / "self-compare.json").read_text())
     assert sorted(selves) == ["new", "old"] and all(not r["differing"] for r in selves.values())
     assert ("of the 1 cells old and new differ in, 0 also differ between two runs of one evaluator" in printed
@@ -279,3 +280,19 @@ def test_cells_that_differ_run_to_run_are_told_apart_from_a_disagreement_of_the_
     rows = [{"evaluator": "new", "rep": 0, "cells_per_s": 1.0}]
     assert bench.verdict_lines(rows, [result], None, selves)[-1] == line
     assert bench.verdict_lines(rows, [result], None)[-1].startswith("cells old vs new (#1)")  # one run each: no split
+
+
+def test_cells_the_old_evaluator_measured_after_a_restored_write_are_told_apart(tmp_path):
+    from kbm_toolkit.store.kill_matrix import RESTORED_NOTE
+
+    store = make_store(tmp_path / "old.db")
+    store.db.execute("update cells set note = ? where mutant = 'x-lv/1_A'", [RESTORED_NOTE])  # x wrote, y came after
+    store.db.conn.commit()
+    store.close()
+    assert bench.restored_after(tmp_path / "old.db") == {("y-lv/1_A", "in-lv/1_A")}
+    result = {"differing": [_cell("y-lv/1_A", "plus2minus") | {"input": "in-lv/1_A"}, _cell("m3", "lt2le"),
+                            _cell("m4", "lt2le")],
+              "old_suspects": [["y-lv/1_A", "in-lv/1_A"], ["z", "in-lv/1_A"]]}
+    assert bench.suspects_line(result) == (
+        "of the 3 cells old and new differ in, 1 were measured by the old evaluator after a write it restored from "
+        "copies the write could reach (2 such cells in its run); the other 2 by rule: lt2le 2")
