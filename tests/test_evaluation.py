@@ -342,6 +342,36 @@ def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeyp
     assert Store(tmp_path / "s.db").db["cells"].count == len(ids) * 6  # the probe and five official trials
 
 
+@pytest.mark.parametrize("args, spares", [(["--spares", "1"], 1), ([], 6), (["--workers", "2"], 3),
+                                          (["--workers", "4"], 2), (["--spares", "0"], 0)])
+def test_kbm_run_keeps_the_spares_it_is_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  args: list[str], spares: int) -> None:
+    from click.testing import CliRunner
+
+    import kbm_toolkit.evaluation.device as device
+    import kbm_toolkit.evaluation.fill as fill
+    from kbm_toolkit.cli import cli
+
+    seeded_store(tmp_path / "s.db")[0].close()
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake GPU"})
+    monkeypatch.setattr(fill, "run_evaluation", faked(evaluation_run.run_evaluation))
+    kept = []
+
+    class Counted(evaluation_run.Worker):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            kept.append(k["spares"])
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(evaluation_run, "Worker", Counted)
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "run", "--inputs", "kernelbench", *args])
+    assert result.exit_code == 0, result.output
+    assert kept and set(kept) == {spares}
+    env = json.loads(Store(tmp_path / "s.db").db.execute("select environment from runs order by id desc").fetchone()[0])
+    assert env["spares_per_worker"] == spares
+
+
 def test_two_workers_share_the_problems_and_fill_the_same_matrix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
     store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))

@@ -46,6 +46,9 @@ def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None
               help="GPUs to use, from device 0 [default: 1; with --ray, every GPU of the cluster].")
 @click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
               help="Workers per GPU, each on its own problems: one restarts after a crash while the others run.")
+@click.option("--spares", type=click.IntRange(0),
+              help="Warm workers each worker keeps ready to take over after a crash, each with a CUDA context "
+                   "[default: 6 per GPU shared among its workers, at least 2 each].")
 @click.option("--shard", metavar="K/N", callback=_shard,
               help="Only shard K of N (K from 0): whole problems, dealt in a fixed order, so N runs on copies "
                    "of one store split the work and `kbm merge` folds them (README: Beyond one machine).")
@@ -77,7 +80,7 @@ def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
             gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
             survivors_of: str | None, witnessed: bool, first_kill: bool, checks_only: bool,
-            redo_overwritten: bool, shard: Shard | None, ray: str | None) -> None:
+            redo_overwritten: bool, shard: Shard | None, ray: str | None, spares: int | None) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -91,7 +94,8 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
 
     store = obj.store()
     request = RunRequest(source, problems, level, sample, gpus, workers, arch, not no_probe, rerun_crashers,
-                         survivors_of, witnessed, first_kill, checks_only, redo_overwritten, shard=shard, ray=ray)
+                         survivors_of, witnessed, first_kill, checks_only, redo_overwritten, shard=shard, ray=ray,
+                         spares=spares)
     before = store.latest_run()
     try:
         with progress_bar() as progress:

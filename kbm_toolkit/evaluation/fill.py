@@ -47,6 +47,8 @@ class RunRequest:
     """Only this shard of the selected problems (`--shard K/N`)."""
     ray: str | None = None
     """Run the workers on the Ray cluster at this address (`--ray auto|ADDRESS`), not here."""
+    spares: int | None = None
+    """Warm children per worker (`--spares`; None: the run's default)."""
 
 
 def source_protocols(source: str) -> dict[str, Protocol | None]:
@@ -123,7 +125,7 @@ def _gpu_here() -> dict[str, Any]:
 def _placement(request: RunRequest) -> tuple[dict[str, Any], dict[str, Any]]:
     """The device the run evaluates on (its description: the run's provenance), and the options
     that say where its workers go (GPUs here, or Ray actors) and which shard of it this is."""
-    where: dict[str, Any] = {"gpus": request.gpus or 1, "shard": request.shard}
+    where: dict[str, Any] = {"gpus": request.gpus or 1, "shard": request.shard, "spares": request.spares}
     if request.ray is None:
         return _gpu_here(), where
     env = ray_backend.describe_device(request.ray)

@@ -44,6 +44,11 @@ from kbm_toolkit.vocabulary import MutantStatus, RecordKind, RunKind
 
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
+def spares_per_worker(options: RunOptions) -> int:
+    """Warm children each worker keeps: `--spares`, else SPARES per GPU shared among its workers (at least 2)."""
+    return options.spares if options.spares is not None else max(2, SPARES // options.workers_per_gpu)
+
+
 STANDBYS = 1
 """Spares per worker that build ahead the input it is on (`Worker.prepare`). On the eval bench's
 slice (H200, 2026-12-02) one gave 62.1 cells/s and two 58.5: each more builds every input again,
@@ -72,7 +77,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         problems, env = options.shard.of(problems), {**env, "shard": str(options.shard)}
     # how many workers ran at once: time inside launches is a share of workers x wall time
     run_id = store.start_run(RunKind.CHECK if options.checks_only else RunKind.EVALUATE,
-                             {**env, "workers": options.gpus * options.workers_per_gpu})
+                             {**env, "workers": options.gpus * options.workers_per_gpu,
+                              "spares_per_worker": spares_per_worker(options)})
     run = _Run(store, run_id, arch, options)
     if options.target == CELL_TASK and options.ray is None:
         start_server(GPU_PRELOAD)  # it imports torch while the store is read
@@ -156,7 +162,7 @@ class _Run:
         the run is done; return its stats. On SIGINT or an error it stops cleanly, then re-raises."""
         options = self.options
         warm = CELL_WARM_UP if options.target == CELL_TASK else None
-        spares = max(2, SPARES // options.workers_per_gpu)
+        spares = spares_per_worker(options)
         if options.ray is not None:  # the same workers, each in a Ray actor on a GPU of the cluster
             from kbm_toolkit.evaluation.ray_backend import ray_workers
 
