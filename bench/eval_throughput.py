@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -154,6 +155,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sample", type=float, default=0.2, help="share of each problem's mutants [0.2]")
     ap.add_argument("--workers", type=int, default=1, help="workers per GPU, as for kbm run [1]")
     ap.add_argument("--repeat", type=int, default=1, help="(baseline, new) pairs to run [1]")
+    ap.add_argument("--new-args", metavar="ARGS", help="more `kbm run` options for this checkout's evaluator only, "
+                                                       "e.g. '--spares 2'")
     ap.add_argument("--kernelbench", type=Path, help="the KernelBench checkout [$KBM_KERNELBENCH]")
     ap.add_argument("--out", type=Path, default=Path("eval-throughput"),
                     help="where the plan, analyses, logs and table go [./eval-throughput]")
@@ -355,13 +358,16 @@ def warm_cache(checkout: Path, store: Path, keys: list[str], sample: float, kern
     return f"{took:.1f} s" if done.returncode == 0 else f"failed after {took:.1f} s (see {log}); the runs compile"
 
 
-def run_command(store: Path, keys: list[str], args: argparse.Namespace, kernelbench: Path | None) -> list[str]:
-    """`kbm run` on `store` for the slice, as each evaluator's subprocess runs it."""
+def run_command(store: Path, keys: list[str], args: argparse.Namespace, kernelbench: Path | None,
+                evaluator: str = "new") -> list[str]:
+    """`kbm run` on `store` for the slice, as each evaluator's subprocess runs it (`--new-args` only
+    this checkout's: the baseline may not know them)."""
     command = [sys.executable, "-m", "kbm_toolkit", "--store", str(store)]
     if kernelbench:
         command += ["--kernelbench", str(kernelbench)]
+    extra = shlex.split(args.new_args or "") if evaluator == "new" else []
     return command + ["run", *keys, "--inputs", args.inputs, "--sample", f"{args.sample:g}",
-                      "--workers", str(args.workers)]
+                      "--workers", str(args.workers), *extra]
 
 
 def run_evaluator(checkout: Path, command: list[str], log: Path, timeout: float) -> tuple[float, int]:
@@ -704,7 +710,7 @@ def main(argv: list[str] | None = None) -> None:
                 break
             copies[name] = work / f"r{rep + 1}-{name}.db"
             shutil.copyfile(bases[name], copies[name])
-            command = run_command(copies[name], keys, args, kernelbench)
+            command = run_command(copies[name], keys, args, kernelbench, name)
             process_s, rc = run_evaluator(checkouts[name], command, out / "logs" / f"r{rep + 1}-{name}.log", args.timeout)
             longest = max(longest, process_s)
             if bases[name] != base:  # this checkout reads the baseline's copy: the records go back

@@ -296,3 +296,10 @@ def test_cells_the_old_evaluator_measured_after_a_restored_write_are_told_apart(
     assert bench.suspects_line(result) == (
         "of the 3 cells old and new differ in, 1 were measured by the old evaluator after a write it restored from "
         "copies the write could reach (2 such cells in its run); the other 2 by rule: lt2le 2")
+
+
+def test_new_args_reach_this_checkouts_evaluator_only():
+    args = bench.parse_args(["--store", "s.db", "--new-args", "--spares 2"])
+    new = bench.run_command(Path("n.db"), ["lv/1_A"], args, None, "new")
+    old = bench.run_command(Path("o.db"), ["lv/1_A"], args, None, "old")
+    assert new[-2:] == ["--spares", "2"] and old[-2:] == ["--workers", "1"] and new[:-2] == [*old[:4], "n.db", *old[5:]]
