@@ -595,15 +595,16 @@ def stability_line(result: dict[str, Any], selves: dict[str, dict[str, Any]]) ->
     differ = result["differing"]
     moving = [d for d in differ if (d["mutant"], d["input"]) in unstable]
     stable = [d for d in differ if (d["mutant"], d["input"]) not in unstable]
-
-    def rules(cells: list[dict[str, Any]], by_problem: bool = False) -> str:
-        count = Counter((d["rule"], d["problem"]) if by_problem else d["rule"] for d in cells)
-        return ", ".join(f"{' in '.join(k) if by_problem else k} {n}" for k, n in count.most_common(12)) or "none"
-
     runs = " and ".join(f"{name} #1 vs #2: {len(unstable_cells(r))} cells" for name, r in selves.items())
     return (f"of the {len(differ)} cells old and new differ in, {len(moving)} also differ between two runs of one "
-            f"evaluator ({runs}; the mutant's own nondeterminism: {rules(moving)}); {len(stable)} are the same "
-            f"run to run ({sum(d['outcome_differs'] for d in stable)} in outcome: {rules(stable, True)})")
+            f"evaluator ({runs}; the mutant's own nondeterminism: {by_rule(moving)}); {len(stable)} are the same "
+            f"run to run ({sum(d['outcome_differs'] for d in stable)} in outcome: {by_rule(stable, by_problem=True)})")
+
+
+def by_rule(cells: list[dict[str, Any]], by_problem: bool = False, top: int = 12) -> str:
+    """Differing cells counted by rule (or rule and problem), most first: `rule 3, other 1` ("none" for none)."""
+    count = Counter((d["rule"], d["problem"]) if by_problem else d["rule"] for d in cells)
+    return ", ".join(f"{' in '.join(k) if by_problem else k} {n}" for k, n in count.most_common(top)) or "none"
 
 
 def restored_after(path: Path) -> set[tuple[str, str]]:
@@ -625,10 +626,10 @@ def suspects_line(result: dict[str, Any]) -> str:
     suspects = {tuple(c) for c in result.get("old_suspects", ())}
     differ = result["differing"]
     after = [d for d in differ if (d["mutant"], d["input"]) in suspects]
-    rest = Counter(d["rule"] for d in differ if (d["mutant"], d["input"]) not in suspects)
+    rest = [d for d in differ if (d["mutant"], d["input"]) not in suspects]
     return (f"of the {len(differ)} cells old and new differ in, {len(after)} were measured by the old evaluator after "
             f"a write it restored from copies the write could reach ({len(suspects)} such cells in its run); the other "
-            f"{len(differ) - len(after)} by rule: " + (", ".join(f"{r} {n}" for r, n in rest.most_common(15)) or "none"))
+            f"{len(rest)} by rule: {by_rule(rest, top=15)}")
 
 
 def cells_line(result: dict[str, Any], rep: int) -> str:

@@ -52,16 +52,14 @@ class Readback:
         events = [torch.cuda.Event(enable_timing=True) for _ in range(len(self.parts) + 1)] if timed else []
         if timed:
             events[0].record()
-        at = 0
+        spans, at = [], 0
         for i, part in enumerate(self.parts):
-            part.launch(buffer[at:at + part.words])
+            spans.append(slice(at, at + part.words))
+            part.launch(buffer[spans[-1]])
             if timed:
                 events[i + 1].record()
             at += part.words
         host = buffer.cpu()  # waits for every part's kernel, and the events with them
-        at = 0
-        for part in self.parts:
-            self.host.append(host[at:at + part.words])
-            at += part.words
+        self.host = [host[span] for span in spans]
         self.gpu_ms = ([start.elapsed_time(end) for start, end in zip(events, events[1:])] if timed
                        else [0.0] * len(self.parts))

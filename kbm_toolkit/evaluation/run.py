@@ -44,11 +44,6 @@ from kbm_toolkit.vocabulary import MutantStatus, RecordKind, RunKind
 
 SPARES = 6
 """Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm."""
-def spares_per_worker(options: RunOptions) -> int:
-    """Warm children each worker keeps: `--spares`, else SPARES per GPU shared among its workers (at least 2)."""
-    return options.spares if options.spares is not None else max(2, SPARES // options.workers_per_gpu)
-
-
 STANDBYS = 1
 """Spares per worker that build ahead the input it is on (`Worker.prepare`). On the eval bench's
 slice (H200, 2026-12-02) one gave 62.1 cells/s and two 58.5: each more builds every input again,
@@ -56,6 +51,11 @@ on the same GPU, and a problem's crashers crash on its probe faster than either 
 STOP_DUMP_S = 15.0
 """A stopping run still cleaning up after this long prints every thread's stack to stderr:
 the H200 batch's `timeout -k 20` kills it 5 s later, and a stop that overruns is a bug to find."""
+
+
+def spares_per_worker(options: RunOptions) -> int:
+    """Warm children each worker keeps: `--spares`, else SPARES per GPU shared among its workers (at least 2)."""
+    return options.spares if options.spares is not None else max(2, SPARES // options.workers_per_gpu)
 
 
 def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Problem], list[InputSpec]],
