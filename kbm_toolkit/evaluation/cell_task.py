@@ -382,45 +382,39 @@ class _CellTask:
 
         check: dict[str, Any] = {"kind": RecordKind.INPUT, "input": spec.id, "valid": False}
         begun = time.perf_counter()
-        ahead = _PREPARED.pop(_prepared_key(self.problem.key, spec.id, self.references), None)
+        built = _PREPARED.pop(_prepared_key(self.problem.key, spec.id, self.references), None)
         _drop_prepared()  # built ahead for another input: its memory is needed now
-        if ahead is not None and spec.id in self.valid:  # this process built it ahead, as a spare
-            check.update(kind=RecordKind.REBUILT, valid=True, margin=self.valid[spec.id], ref_ms=0.0, ahead=True)
-            if spec.id in self.recheck:
-                yield self._added_margins(spec, ahead.model, ahead.inputs, ahead.ref, ahead.others)
-            check["build_ms"] = (time.perf_counter() - begun) * 1000
-            yield check
-            if self.settled is not None:
-                self.settled.check(spec.id, check["margin"])
-            return ahead
-        try:
-            model, inputs, ref, check["ref_ms"] = run_reference(self.problem, spec, self.models)
-        except torch.OutOfMemoryError:  # about this GPU's load, not the input: leave it unchecked
-            raise KbmError(f"out of GPU memory building input {spec.id} ({spec.label}) and its reference; "
-                           "run again with fewer workers per GPU") from None
-        except Exception as e:  # the reference rejects this input: it tests nothing
-            check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
-            yield check
-            return None
-        why = unusable(ref)
-        if why:
-            check["note"] = why
-            yield check
-            return None
-        check["build_ms"] = (time.perf_counter() - begun) * 1000 - check["ref_ms"]  # model and inputs
-        others = self._other_references(model, inputs, ref, check)
+        if built is not None and spec.id in self.valid:  # this process built it ahead, as a spare
+            check.update(ref_ms=0.0, ahead=True, build_ms=(time.perf_counter() - begun) * 1000)
+        else:
+            try:
+                model, inputs, ref, check["ref_ms"] = run_reference(self.problem, spec, self.models)
+            except torch.OutOfMemoryError:  # about this GPU's load, not the input: leave it unchecked
+                raise KbmError(f"out of GPU memory building input {spec.id} ({spec.label}) and its reference; "
+                               "run again with fewer workers per GPU") from None
+            except Exception as e:  # the reference rejects this input: it tests nothing
+                check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
+                yield check
+                return None
+            why = unusable(ref)
+            if why:
+                check["note"] = why
+                yield check
+                return None
+            check["build_ms"] = (time.perf_counter() - begun) * 1000 - check["ref_ms"]  # model and inputs
+            others = self._other_references(model, inputs, ref, check)
+            if spec.id not in self.valid:
+                check.update(self._check(spec, model, inputs, ref, others))
+            built = None
+            if check["valid"] or spec.id in self.valid:
+                start = time.perf_counter()
+                built = Built.watched(model, inputs, ref, others)
+                check["build_ms"] += (time.perf_counter() - start) * 1000
         if spec.id in self.valid:  # checked before (another run, or before a restart): the mutants need
             # the reference, not the check
             check.update(kind=RecordKind.REBUILT, valid=True, margin=self.valid[spec.id])
             if spec.id in self.recheck:
-                yield self._added_margins(spec, model, inputs, ref, others)
-        else:
-            check.update(self._check(spec, model, inputs, ref, others))
-        built = None
-        if check["valid"]:
-            start = time.perf_counter()
-            built = Built.watched(model, inputs, ref, others)
-            check["build_ms"] += (time.perf_counter() - start) * 1000
+                yield self._added_margins(spec, built.model, built.inputs, built.ref, built.others)
         yield check
         if built is not None and self.settled is not None:
             self.settled.check(spec.id, check["margin"])
