@@ -79,6 +79,13 @@ def test_the_tables_have_table_5_and_a_level_3_column(store: Store) -> None:
     assert "| level 3, quartile 1 of depth (input end) | 2 | 50.0% | 2 | 50.0% |" in text
 
 
+def test_the_tables_are_for_the_official_check_wherever_it_is_listed(store: Store) -> None:
+    text = tables_markdown(store, [HEAD, KB], [KB, HEAD])  # as `report --tables -a kernelbench-head -a kernelbench`
+    assert "Table 5: whole networks against single operators, kernelbench\n" in text
+    assert "| witnessed, missed by kernelbench | 1 | 1 |" in text
+    assert "missed by kernelbench-head |" not in text.split("Table 2")[0]
+
+
 def test_a_store_without_level_3_keeps_one_column_and_no_table_5(tmp_path: Path) -> None:
     store = Store(tmp_path / "kbm.db")
     path = tmp_path / "p.py"

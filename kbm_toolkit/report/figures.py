@@ -14,7 +14,7 @@ from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, missing_words
 from kbm_toolkit.report.tables import html as table_html
-from kbm_toolkit.report.tables import submissions_table, table1, table2
+from kbm_toolkit.report.tables import official_of, submissions_table, table1, table2
 from kbm_toolkit.vocabulary import FAMILIES
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
@@ -34,9 +34,6 @@ def _pyplot() -> Any:
         raise KbmError("kbm report draws with matplotlib: pip install 'kbm-toolkit[report]'") from None
     return plt
 
-
-OFFICIAL = "kernelbench"
-"""The protocol Table 1 and the depth figure are drawn for when it is among those reported."""
 
 
 def _save(fig: Any, out: Path, name: str) -> list[str]:
@@ -122,8 +119,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     if any(mx.problem.level == ARCHITECTURE_LEVEL for mx in matrices):
-        # the paper's Fig. 7 is the official check's, as Table 1 here: not whichever protocol sorts first
-        official = next((p for p in protocols if p.name == OFFICIAL), protocols[0])
+        official = official_of(protocols)  # the paper's Fig. 7 is the official check's, as Table 1 here
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
         figures.append(("Whole networks: survival against launch count, and by depth",
                         _depth_figure(plt, depth(official, refereed, protocols), out)))
@@ -184,7 +180,7 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
         parts.append(f"<tr><td>{e(family)}</td><td>{sum(counts.values())}</td>"
                      + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STAGES) + "</tr>")
     parts.append("</table>")
-    official = audits.get(OFFICIAL) or first
+    official = audits[official_of(protocols).name] if protocols else first
     parts.append(f"<h2>Table 1: the mutation pipeline and {e(official.get('protocol', ''))}</h2>"
                  + table_html(table1(store, official)))
     parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"

@@ -14,6 +14,15 @@ from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import sample_words
 from kbm_toolkit.vocabulary import FAMILIES, Verdict
 
+OFFICIAL = "kernelbench"
+"""The protocol Table 1, Table 5 and the depth figure are for when it is among those reported."""
+
+
+def official_of(protocols: list[Protocol]) -> Protocol:
+    """The protocol the report's official-check tables and figures are for: `OFFICIAL` when it is
+    among `protocols`, else the first."""
+    return next((p for p in protocols if p.name == OFFICIAL), protocols[0])
+
 
 def table1(store: Any, official: dict[str, Any],
            columns: list[tuple[str, str | None, bool, dict[str, Any]]] | None = None
@@ -116,7 +125,7 @@ def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
 
 def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protocol],
                     sample: float | None = None, reference: str | None = None) -> str:
-    """`kbm report --tables`: Table 1 (for the first of `chosen`, the official one) and Table 2, in Markdown;
+    """`kbm report --tables`: Table 1 (for `official_of(chosen)`) and Table 2, in Markdown;
     with `reference`, every protocol judged against it instead of its own."""
     # one load for every audit: cells passing under every tolerance used cannot matter
     matrices = load_matrices(store, min(p.tolerance for p in chosen + denominator), sample=sample)
@@ -126,7 +135,7 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
                            judging=p.judge.with_reference(reference) if reference else None)
 
     audits = {p.name: audited(p, matrices) for p in chosen}
-    official = chosen[0]
+    official = official_of(chosen)
     columns = None
     networks = [mx for mx in matrices if mx.problem.level == ARCHITECTURE_LEVEL]
     if networks and len(networks) < len(matrices):  # the paper's two scales, side by side
