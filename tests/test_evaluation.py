@@ -342,8 +342,8 @@ def test_audit_on_a_gpu_machine_fills_the_cells_it_lacks(tmp_path: Path, monkeyp
     assert Store(tmp_path / "s.db").db["cells"].count == len(ids) * 6  # the probe and five official trials
 
 
-@pytest.mark.parametrize("args, spares", [(["--spares", "1"], 1), ([], 6), (["--workers", "2"], 6),
-                                          (["--workers", "2", "--spares", "3"], 3), (["--spares", "0"], 0)])
+@pytest.mark.parametrize("args, spares", [(["--spares", "1"], 1), ([], 6), (["--workers", "2"], 3),
+                                          (["--workers", "4"], 2), (["--spares", "0"], 0)])
 def test_kbm_run_keeps_the_spares_it_is_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   args: list[str], spares: int) -> None:
     from click.testing import CliRunner

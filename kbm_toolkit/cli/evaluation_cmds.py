@@ -48,7 +48,7 @@ def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None
               help="Workers per GPU, each on its own problems: one restarts after a crash while the others run.")
 @click.option("--spares", type=click.IntRange(0),
               help="Warm workers each worker keeps ready to take over after a crash, each with a CUDA context "
-                   "[default: 6].")
+                   "[default: 6 per GPU shared among its workers, at least 2 each].")
 @click.option("--shard", metavar="K/N", callback=_shard,
               help="Only shard K of N (K from 0): whole problems, dealt in a fixed order, so N runs on copies "
                    "of one store split the work and `kbm merge` folds them (README: Beyond one machine).")

@@ -72,4 +72,5 @@ class RunOptions:
     ray_gpus: float = 1.0
     """GPUs each Ray worker reserves, shared by `workers_per_gpu` (tests: 0, on CPUs)."""
     spares: int | None = None
-    """Warm children each worker keeps ready to take over after a crash (None: `run.SPARES`)."""
+    """Warm children each worker keeps ready to take over after a crash (None: `run.SPARES` per GPU
+    shared among its workers, at least 2 each)."""

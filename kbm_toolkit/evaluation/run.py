@@ -43,9 +43,10 @@ from kbm_toolkit.protocols.registry import all_protocols
 from kbm_toolkit.vocabulary import MutantStatus, RecordKind, RunKind
 
 SPARES = 6
-"""Warm workers each worker keeps ready: a burst of crashing mutants swaps them in while new ones
-warm (1.8 s each on the H200, most of it the CUDA context). Shared per GPU, three each for two
-workers left them waiting for a spare 16.4% of their time on the eval bench's slice (2026-12-02)."""
+"""Warm workers kept ready per GPU: a burst of crashing mutants swaps them in while new ones warm.
+Not more: on the eval bench's slice with two workers (H200, 2026-12-02), six each instead of three
+doubled a spare's context creation (median 1.07 s to 1.96 s), took cells/s from 63.5 to 48.2, and
+four of the ten problems ended in `unspecified launch failure`."""
 STANDBYS = 1
 """Spares per worker that build ahead the input it is on (`Worker.prepare`). On the eval bench's
 slice (H200, 2026-12-02) one gave 62.1 cells/s and two 58.5: each more builds every input again,
@@ -56,8 +57,8 @@ the H200 batch's `timeout -k 20` kills it 5 s later, and a stop that overruns is
 
 
 def spares_per_worker(options: RunOptions) -> int:
-    """Warm children each worker keeps: `--spares`, else SPARES."""
-    return options.spares if options.spares is not None else SPARES
+    """Warm children each worker keeps: `--spares`, else SPARES per GPU shared among its workers (at least 2)."""
+    return options.spares if options.spares is not None else max(2, SPARES // options.workers_per_gpu)
 
 
 def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Problem], list[InputSpec]],
