@@ -3,7 +3,8 @@
 Behaviour per mutant comes from the KBM_FAKE environment variable (JSON: mutant id → `crash`
 (the process dies, as an illegal address aborts it), `poison` (a CUDA error: crash cell, then the
 task stops), `hang` — each on the real inputs only — or `probe-crash` (dies on the probe input
-only)), and under the key `invalid` a list of transform ops: an input with one fails its check (the
+only)), under the key `broken` a file: while it is absent, a task creates it and says its CUDA
+context broke before its first cell (`poisoned`, no cell), and under the key `invalid` a list of transform ops: an input with one fails its check (the
 correct kernel misses by 0.5); every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
 halfway. Every margin the task asks for beyond the columns is the strict margin again, as if the
 other references agreed bit for bit; an input in `recheck` gets a `margins` record.
@@ -29,6 +30,11 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
     keys = [margin_key(*m) for m in task.get("margins", ())]
     recheck = task.get("recheck", {})
+    broken = behaviour.get("broken")
+    if broken and not os.path.exists(broken):  # as the real task reports a CUDA error outside a launch
+        open(broken, "w").close()
+        yield {"kind": "poisoned", "note": "AcceleratorError: CUDA error: unspecified launch failure"}
+        return
     for record in task["specs"]:
         spec = InputSpec.from_record(record)
         pending = [m for m in task["mutants"] if (m["id"], spec.id) not in done

@@ -103,6 +103,38 @@ def test_crashes_and_hangs_cost_a_restart_not_the_run(tmp_path: Path, monkeypatc
     assert summary.problems == {"demo/3_LayerNorm": "done"}
 
 
+def test_a_worker_whose_context_breaks_before_any_cell_is_replaced(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    summary = evaluate(store, monkeypatch, {"broken": str(tmp_path / "broken")})
+    assert (tmp_path / "broken").exists()
+    assert summary.problems == {"demo/3_LayerNorm": "done"} and summary.restarts >= 1
+    inputs = [s.id for s in specs_for(ProblemSet.discover().get("demo/3"))]
+    assert {(m, i) for m in ids for i in inputs} <= set(cells(store))
+
+
+def test_the_real_task_hands_a_cuda_error_outside_a_launch_to_a_fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.evaluation.cell_task as cell_task_module
+    from kbm_toolkit.vocabulary import RecordKind
+
+    class AcceleratorError(RuntimeError):  # torch's name for a CUDA error; cuda_error() goes by it
+        pass
+
+    def broken(task: dict[str, Any]) -> None:
+        raise AcceleratorError("CUDA error: unspecified launch failure")
+
+    monkeypatch.setattr(cell_task_module, "_CellTask", broken)
+    [record] = list(cell_task_module.cell_task({}))
+    assert record["kind"] == RecordKind.POISONED and "unspecified launch failure" in record["note"]
+
+    def wrong(task: dict[str, Any]) -> None:
+        raise KeyError("problem")  # a bug, not the context: it still ends the task as an error
+
+    monkeypatch.setattr(cell_task_module, "_CellTask", wrong)
+    with pytest.raises(KeyError):
+        list(cell_task_module.cell_task({}))
+
+
 def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, ids = seeded_store(tmp_path / "s.db")
     summary = evaluate(store, monkeypatch, {ids[0]: "hang", ids[1]: "crash"})

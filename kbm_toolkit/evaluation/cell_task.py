@@ -114,9 +114,16 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     began = time.time()
     if "sent_at" in task:  # from the parent's send until now: a spare still preparing, the pipe
         yield {"kind": RecordKind.TIME, "part": "handover", "s": max(0.0, began - task["sent_at"])}
-    cells = _CellTask(task)
-    yield {"kind": RecordKind.TIME, "part": "setting up", "s": time.time() - began}
-    yield from cells.run()
+    try:
+        cells = _CellTask(task)
+        yield {"kind": RecordKind.TIME, "part": "setting up", "s": time.time() - began}
+        yield from cells.run()
+    except Exception as e:
+        if not cuda_error(e):
+            raise
+        # outside a launch (loading the correct kernel, freeing memory): this context is gone, not
+        # the problem; the parent resumes in a fresh worker, and gives up if that fails the same way
+        yield {"kind": RecordKind.POISONED, "note": f"{type(e).__name__}: {str(e)[:160]}"}
 
 
 PREPARE_FREE = 0.4
