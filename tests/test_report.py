@@ -37,3 +37,16 @@ def test_a_share_under_one_percent_keeps_its_digits() -> None:
     assert sample_words({"share": 0.6}) == "a 60% sample of each problem's"
     assert sample_words({"share": 0.6, "least": 0.005, "problems_at": [(0.005, 8), (0.6, 38)]}) == (
         "a 0.5–60% sample of each problem's (8 problems at 0.5%, 38 problems at 60%; --sample 0.005 scores all alike)")
+
+
+def test_a_runs_split_says_how_many_warm_spares_another_worker_lent(capsys) -> None:
+    from kbm_toolkit.report.runs import print_split
+
+    split = {"run": 7, "kind": "evaluate", "wall_s": 10.0, "workers": 2, "worker_s": 20.0, "restarts": 5,
+             "parts": [{"part": "launches", "seconds": 12.0, "share": 0.6, "what": "mutants' launches"}],
+             "spares": {"starts": 7, "found_warm": 5, "borrowed": 2, "warm_s_median": 1.8, "warm_s_max": 5.9}}
+    print_split(split)
+    assert "Workers started: 7, 5 of them warm when needed (2 lent by another worker on the GPU)" in capsys.readouterr().out
+    split["spares"]["borrowed"] = 0
+    print_split(split)
+    assert "5 of them warm when needed; spawn" in capsys.readouterr().out

@@ -148,6 +148,54 @@ def test_spares_take_over_through_a_burst_of_crashes() -> None:
         assert worker.waited_s > 0  # the first child's start, at least
 
 
+def _warm(worker: Worker) -> None:
+    """Wait until every spare of `worker` has said it is warm."""
+    deadline = time.monotonic() + 60
+    while not all(conn.poll(0.05) for _, conn in worker._spares) and time.monotonic() < deadline:
+        pass
+
+
+def test_a_worker_with_no_warm_spare_borrows_a_siblings() -> None:
+    with Worker(TARGET, spares=0) as bursting, Worker(TARGET, spares=2) as calm:
+        for w in (bursting, calm):
+            w.share_spares([bursting, calm])
+        bursting.run({"do": "echo", "value": 0}, timeout=60)
+        calm.run({"do": "echo", "value": 0}, timeout=60)
+        _warm(calm)
+        lent = {p.pid for p, _ in calm._spares}
+        assert bursting.run({"do": "crash"}, timeout=60).status == "crash"
+        after = bursting.run({"do": "echo", "value": 1}, timeout=60)
+        assert after.value["pid"] in lent  # a warm sibling's spare, not a cold start
+        assert (bursting.borrowed, bursting.found_warm, calm.borrowed) == (1, 1, 0)
+        assert len(calm._spares) == 1  # the lender tops up at its own next start, not the borrower
+        assert bursting.run({"do": "crash"}, timeout=60).status == "crash"
+        assert bursting.run({"do": "echo", "value": 2}, timeout=60).status == "ok"
+        assert bursting.borrowed == 2 and not calm._spares
+
+
+def test_a_standby_is_not_lent() -> None:
+    with Worker(TARGET, spares=0, prepare="test_workers:ahead") as bursting, \
+            Worker(TARGET, spares=1, prepare="test_workers:ahead") as briefed:
+        for w in (bursting, briefed):
+            w.share_spares([bursting, briefed])
+        briefed.run({"do": "echo", "value": 0}, timeout=60)
+        briefed.prepare("input 1")  # its one spare builds its input now: its standby
+        _warm(briefed)
+        bursting.run({"do": "echo", "value": 0}, timeout=60)
+        assert bursting.borrowed == 0 and len(briefed._spares) == 1
+
+
+def test_workers_on_other_gpus_lend_nothing() -> None:
+    with Worker(TARGET, {"CUDA_VISIBLE_DEVICES": "0"}, spares=0) as bursting, \
+            Worker(TARGET, {"CUDA_VISIBLE_DEVICES": "1"}, spares=1) as elsewhere:
+        for w in (bursting, elsewhere):
+            w.share_spares([bursting, elsewhere])
+        elsewhere.run({"do": "echo", "value": 0}, timeout=60)
+        _warm(elsewhere)
+        bursting.run({"do": "echo", "value": 0}, timeout=60)
+        assert bursting.borrowed == 0 and len(elsewhere._spares) == 1
+
+
 def test_a_worker_measures_how_its_children_warmed_and_whether_a_spare_was_ready() -> None:
     with Worker(TARGET, spares=1) as worker:
         worker.run({"do": "echo", "value": 0}, timeout=60)  # a cold start: no spare yet

@@ -48,7 +48,7 @@ BATCH = 256
 ANSWER_S = 60.0
 """How much longer than the driver's deadline the parent waits for an actor's answer before it
 calls the actor lost and kills it: the time a record takes across the cluster, and then some."""
-STATS = ("restarts", "waited_s", "warm_s", "found_warm", "spares_lost", "warm_parts")
+STATS = ("restarts", "waited_s", "warm_s", "found_warm", "spares_lost", "warm_parts", "borrowed")
 """A `Worker`'s start-up measures, which `stats.spare_stats` and the run's summary read."""
 
 Stats = dict[str, Any]
@@ -118,7 +118,8 @@ def _stats(worker: Worker) -> Stats:
 
 
 def _no_stats() -> Stats:
-    return {"restarts": 0, "waited_s": 0.0, "warm_s": [], "found_warm": 0, "spares_lost": 0, "warm_parts": []}
+    return {"restarts": 0, "waited_s": 0.0, "warm_s": [], "found_warm": 0, "spares_lost": 0, "warm_parts": [],
+            "borrowed": 0}
 
 
 class _Host:
@@ -228,6 +229,11 @@ class RayWorker:
     def spares_lost(self) -> int:
         """As `Worker.spares_lost`, over every actor's children."""
         return self._total("spares_lost")
+
+    @property
+    def borrowed(self) -> int:
+        """As `Worker.borrowed`: always 0, each actor's worker having no sibling to borrow from."""
+        return self._total("borrowed")
 
     @property
     def warm_parts(self) -> list[dict[str, float]]:

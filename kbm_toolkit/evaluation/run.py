@@ -176,6 +176,8 @@ class _Run:
                                    preload=GPU_PRELOAD if warm else (), prepare=CELL_PREPARE if warm else None,
                                    standbys=STANDBYS)
                             for i in range(options.gpus * options.workers_per_gpu)]
+            for worker in self.workers:  # a burst of crashes in one draws on its GPU's other warm spares
+                worker.share_spares(self.workers)
         # each process plans whole problems, several problems ahead of the GPU in run order: one
         # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
         local = 0 if options.ray is not None else len(self.workers)  # Ray's workers use the cluster's CPUs

@@ -42,8 +42,8 @@ RECORD_MS = {RecordKind.CELL: {"ms": "launches", "load_ms": "loading", "compare_
 
 
 def spare_stats(workers: list[Worker]) -> dict[str, Any]:
-    """Children started by `workers`, how many were warm when put to work, how many spares died
-    unused, the warm-up times, and each part of the warm-up's median."""
+    """Children started by `workers`, how many were warm when put to work (and of those, how many a
+    sibling lent), how many spares died unused, the warm-up times, and each part of the warm-up's median."""
     warm = sorted(t for w in workers for t in w.warm_s)
     parts: dict[str, list[float]] = {}
     for w in workers:
@@ -51,7 +51,7 @@ def spare_stats(workers: list[Worker]) -> dict[str, Any]:
             for part, s in child.items():
                 parts.setdefault(part, []).append(s)
     return {"starts": len(warm), "found_warm": sum(w.found_warm for w in workers),
-            "lost": sum(w.spares_lost for w in workers),
+            "lost": sum(w.spares_lost for w in workers), "borrowed": sum(w.borrowed for w in workers),
             "warm_s_median": round(statistics.median(warm), 2) if warm else None,
             "warm_s_max": round(warm[-1], 2) if warm else None,
             "warm_parts_median": {part: round(statistics.median(v), 2) for part, v in parts.items()}}

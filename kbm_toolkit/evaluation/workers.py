@@ -11,6 +11,7 @@ import importlib
 import inspect
 import multiprocessing as mp
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -144,7 +145,9 @@ class Worker:
     rule that breaks every launch of a problem) while they warm in parallel. With `preload`,
     children fork from a server that has imported those modules (`context`). With `prepare`, the
     `standbys` spares first in line are handed the work `prepare(payload)` does ahead
-    (`Worker.prepare`).
+    (`Worker.prepare`). Workers on one GPU can lend each other warm spares (`share_spares`): a
+    burst of crashes in one worker then draws on the others' spares too, with no more children
+    (each a CUDA context) on the GPU.
     """
 
     def __init__(self, target: str, env: dict[str, str] | None = None, warm: str | None = None,
@@ -179,7 +182,39 @@ class Worker:
         self.warm_parts: list[dict[str, float]] = []
         """For each child put to work, where its warm-up went in seconds: `start` (spawn until its
         main function runs), `target` (importing the task's module), then what `warm` reports."""
+        self.borrowed = 0
+        """Children put to work that were a sibling's warm spare (`share_spares`)."""
         self._spawned: dict[int, float] = {}
+        self._siblings: list[Worker] = []
+        self._lock = threading.Lock()
+        """Guards `_spares`, `_briefed` and `_spawned`: a sibling's thread may borrow a spare."""
+
+    def share_spares(self, workers: list["Worker"]) -> None:
+        """Let this worker put a sibling's warm spare to work when none of its own is warm:
+        `workers` share its GPU, target and environment (those that differ are left out)."""
+        self._siblings = [w for w in workers if w is not self and (w.target, w.env, w.warm, w.prepare_target)
+                          == (self.target, self.env, self.warm, self.prepare_target)]
+
+    def _lend(self) -> tuple[Any, Any, float] | None:
+        """One of this worker's warm spares that is no standby (its process, pipe and spawn time),
+        taken out of its pool for a sibling; None when it has none."""
+        with self._lock:
+            for spare in self._spares:
+                if spare[0].pid not in self._briefed and spare[0].is_alive() and spare[1].poll(0):
+                    self._spares.remove(spare)
+                    return spare[0], spare[1], self._spawned.pop(spare[0].pid, time.time())
+        return None
+
+    def _borrow(self) -> tuple[Any, Any] | None:
+        """A sibling's warm spare, now this worker's to put to work; None when none has one."""
+        for sibling in self._siblings:
+            lent = sibling._lend()
+            if lent is not None:
+                proc, conn, spawned = lent
+                with self._lock:
+                    self._spawned[proc.pid] = spawned
+                return proc, conn
+        return None
 
     def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
@@ -188,7 +223,8 @@ class Worker:
                                  daemon=True)
         spawned = time.time()
         proc.start()
-        self._spawned[proc.pid] = spawned
+        with self._lock:
+            self._spawned[proc.pid] = spawned
         child.close()
         return proc, parent
 
@@ -196,20 +232,26 @@ class Worker:
         if self._closed:  # a thread still driving tasks after close() would leave orphans behind
             raise WorkerClosed
         start = time.monotonic()  # a fork server's first spawn waits for its imports: that is waiting too
-        self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
-        alive = [s for s in self._spares if s[0].is_alive()]
-        self.spares_lost += len(self._spares) - len(alive)
-        self._spares = alive
-        ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
-        # a spare handed the payload has built what the task starts on, or is building it
-        briefed = [s for s in self._spares if self._briefed.get(s[0].pid) is self._payload is not None]
-        chosen = briefed[0] if briefed else ready[0] if ready else self._spares[0] if self._spares else None
-        self._briefed = {s[0].pid: self._briefed[s[0].pid] for s in self._spares
-                         if s is not chosen and s[0].pid in self._briefed}
-        if chosen is not None:
-            self._spares.remove(chosen)
-            self.found_warm += chosen in ready
-        proc, conn = self._proc, self._conn = chosen or self._spawn()
+        with self._lock:
+            self._dying = [p for p in self._dying if p.is_alive()]  # is_alive() reaps the ones that exited
+            alive = [s for s in self._spares if s[0].is_alive()]
+            self.spares_lost += len(self._spares) - len(alive)
+            self._spares = alive
+            ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
+            # a spare handed the payload has built what the task starts on, or is building it
+            briefed = [s for s in self._spares if self._briefed.get(s[0].pid) is self._payload is not None]
+            chosen = briefed[0] if briefed else ready[0] if ready else None
+        borrowed = None if chosen is not None else self._borrow()  # a sibling's warm one beats a cold wait
+        with self._lock:
+            if chosen is None and borrowed is None and self._spares:
+                chosen = self._spares[0]  # its own, still warming
+            self._briefed = {s[0].pid: self._briefed[s[0].pid] for s in self._spares
+                             if s is not chosen and s[0].pid in self._briefed}
+            if chosen is not None:
+                self._spares.remove(chosen)
+        self.found_warm += chosen in ready or borrowed is not None
+        self.borrowed += borrowed is not None
+        proc, conn = self._proc, self._conn = chosen or borrowed or self._spawn()
         if not conn.poll(READY_TIMEOUT_S):
             raise EOFError("the worker did not finish starting")
         _, ready, _ = conn.recv()  # `ready`; EOFError if it died starting
@@ -217,7 +259,8 @@ class Worker:
             proc.kill()
             raise WorkerClosed
         self.waited_s += time.monotonic() - start
-        spawned = self._spawned.pop(proc.pid, ready["entered"])
+        with self._lock:
+            spawned = self._spawned.pop(proc.pid, ready["entered"])
         self.warm_s.append(ready["at"] - spawned)
         self.warm_parts.append({"start": ready["entered"] - spawned, **ready["parts"]})
 
@@ -226,7 +269,9 @@ class Worker:
         has its task: forking from a server that holds torch takes a while, and the child works
         meanwhile instead of waiting for it."""
         while len(self._spares) < self.spares and not self._closed:
-            self._spares.append(self._spawn())
+            spare = self._spawn()
+            with self._lock:
+                self._spares.append(spare)
         self._brief()
 
     def prepare(self, payload: Any) -> None:
@@ -243,14 +288,15 @@ class Worker:
         """Hand `_payload` to the `standbys` spares first in line, those that lack it."""
         if self._payload is None:
             return
-        for proc, conn in self._spares[:self.standbys]:
-            if self._briefed.get(proc.pid) is self._payload:
-                continue
-            try:
-                conn.send((PREPARE, self._payload))
-            except (BrokenPipeError, OSError):  # it died: the next start counts it, and replaces it
-                continue
-            self._briefed[proc.pid] = self._payload
+        with self._lock:  # a sibling borrows no standby: it holds this worker's input
+            for proc, conn in self._spares[:self.standbys]:
+                if self._briefed.get(proc.pid) is self._payload:
+                    continue
+                try:
+                    conn.send((PREPARE, self._payload))
+                except (BrokenPipeError, OSError):  # it died: the next start counts it, and replaces it
+                    continue
+                self._briefed[proc.pid] = self._payload
 
     def prestart(self) -> None:
         """Start the first child and the spares now, without waiting for them to warm (e.g. while
@@ -258,7 +304,9 @@ class Worker:
         if self._closed or self._proc is not None or self._spares:
             return
         start = time.monotonic()
-        self._spares = [self._spawn() for _ in range(self.spares + 1)]
+        children = [self._spawn() for _ in range(self.spares + 1)]
+        with self._lock:
+            self._spares = children
         self.waited_s += time.monotonic() - start  # a fork server's first spawn waits for its imports
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:
@@ -320,8 +368,9 @@ class Worker:
         """Ask the worker and its spares to exit; kill any still running after `wait_s` seconds
         (one busy with a task, say) rather than wait for it."""
         self._closed = True
-        children = [(self._proc, self._conn), *self._spares]
-        self._proc, self._spares = None, []
+        with self._lock:
+            children = [(self._proc, self._conn), *self._spares]
+            self._proc, self._spares = None, []
         for proc, conn in children:
             if proc is not None and proc.is_alive():
                 try:

@@ -40,5 +40,6 @@ def print_split(split: dict[str, Any]) -> None:
     console.print(table)
     spares = split.get("spares") or {}
     if spares.get("starts"):
-        console.print(f"Workers started: {spares['starts']}, {spares.get('found_warm', 0)} of them warm when needed; "
+        lent = f" ({spares['borrowed']} lent by another worker on the GPU)" if spares.get("borrowed") else ""
+        console.print(f"Workers started: {spares['starts']}, {spares.get('found_warm', 0)} of them warm when needed{lent}; "
                       f"spawn to warm {spares.get('warm_s_median')} s median, {spares.get('warm_s_max')} s at most.")
