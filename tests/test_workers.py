@@ -97,6 +97,17 @@ def test_errors_raised_by_a_task_keep_the_worker() -> None:
     assert c.status == "ok" and worker.restarts == 0
 
 
+def test_a_task_errors_verdict_names_where_it_was_raised() -> None:
+    from kbm_toolkit.evaluation.workers import follow
+
+    with Worker(TARGET) as worker:
+        raised = follow(worker.stream({"do": "other"}, 60), {}, lambda reply: None)
+        known = follow(worker.stream({"do": "kbm-error"}, 60), {}, lambda reply: None)
+    line = next(n for n, text in enumerate(open(__file__), 1) if 'raise ValueError("unexpected")' in text)
+    assert raised == f"error: ValueError: unexpected (at test_workers.py:{line} in task)"
+    assert known == "error: somewhere.py: bad problem"  # kbm's own errors say where already
+
+
 def steps(command: dict):
     """A streaming worker target: yields progress, then crashes or hangs on request."""
     for i in range(command["n"]):

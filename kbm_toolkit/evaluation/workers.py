@@ -11,6 +11,7 @@ import importlib
 import inspect
 import multiprocessing as mp
 import os
+import re
 import threading
 import time
 import traceback
@@ -41,11 +42,20 @@ def follow(replies: Iterable[Reply], handlers: dict[str, Callable[[dict[str, Any
         elif reply.status == "ok":
             break
         elif reply.status == "error":
-            return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}"
+            return f"error: {reply.message.splitlines()[0] if reply.message else 'unknown'}{_where(reply.message)}"
         else:  # the worker itself crashed or was killed for overrunning
             lost(reply)
             break
     return None
+
+
+def _where(message: str) -> str:
+    """The innermost frame of a child's traceback in `message`, as ` (at file.py:N in name)`; "" without one."""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', message)
+    if not frames:
+        return ""
+    path, line, name = frames[-1]
+    return f" (at {os.path.basename(path)}:{line} in {name})"
 
 
 class WorkerClosed(Exception):
@@ -133,7 +143,8 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None, p
         except KbmError as e:
             conn.send(("error", None, e.line()))
         except Exception as e:  # report anything a task raises; the worker itself stays up
-            conn.send(("error", None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
+            # the innermost frames: where it was raised, which the parent's verdict names
+            conn.send(("error", None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-8)}"))
 
 
 class Worker:
