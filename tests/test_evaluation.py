@@ -135,6 +135,27 @@ def test_the_real_task_hands_a_cuda_error_outside_a_launch_to_a_fresh_worker(mon
         list(cell_task_module.cell_task({}))
 
 
+def test_a_reference_that_meets_a_broken_context_leaves_its_input_unjudged(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.cuda.reference as reference
+    import kbm_toolkit.evaluation.cell_task as cell_task_module
+    from kbm_toolkit.vocabulary import RecordKind
+
+    class AcceleratorError(RuntimeError):
+        pass
+
+    def run_reference(problem: Any, spec: Any, models: Any) -> None:
+        raise AcceleratorError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(reference, "run_reference", run_reference)
+    task = cell_task_module._CellTask.__new__(cell_task_module._CellTask)  # no CUDA: only what _build reads
+    task.problem, task.references, task.models, task.valid = ProblemSet.discover().get("demo/3"), [], {}, {}
+    spec = specs_for(task.problem)[0]
+    task.specs, task.mutants, task.done, task.checked, task.recheck, task.settled = [spec.record()], [], set(), set(), {}, None
+    records = list(task.run())
+    # the input is not called invalid (a reference that raises); a fresh worker builds it again
+    assert [r["kind"] for r in records] == [RecordKind.POISONED] and records[0]["input"] == spec.id
+
+
 def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, ids = seeded_store(tmp_path / "s.db")
     summary = evaluate(store, monkeypatch, {ids[0]: "hang", ids[1]: "crash"})
