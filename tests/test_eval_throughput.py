@@ -104,9 +104,11 @@ def test_a_run_row_is_read_from_its_stats(tmp_path):
 def test_the_baseline_borrows_the_new_runs_bytes_and_the_table_says_so():
     old = {"evaluator": "old", "rep": 0, "run": 5, "cells": 1000, "wall_s": 50.0, "process_s": 60.0,
            "cells_per_s": 20.0, "seconds": {**{k: v for k, v in SECONDS.items() if k != "checking"},
-                                            "comparing": 15.0}}
+                                            "comparing": 15.0},
+           "spares": {"starts": 71, "found_warm": 38, "warm_s_median": 4.78}}  # from before lending
     new = {"evaluator": "new", "rep": 0, "run": 5, "cells": 1000, "wall_s": 25.0, "process_s": 35.0,
-           "cells_per_s": 40.0, "seconds": {**SECONDS, "crashed": 10.0, "other": 0.0}, "compared_bytes": 8e12}
+           "cells_per_s": 40.0, "seconds": {**SECONDS, "crashed": 10.0, "other": 0.0}, "compared_bytes": 8e12,
+           "spares": {"starts": 98, "found_warm": 76, "borrowed": 9, "warm_s_median": 1.81}}
     rows = bench.with_floors([old, new], 4e12)
     assert rows[0]["bytes_borrowed"] and rows[0]["floor_s"] == 2.0 and rows[0]["compare_over_floor"] == 7.5
     assert "bytes_borrowed" not in rows[1] and rows[1]["compare_over_floor"] == 5.0
@@ -117,6 +119,8 @@ def test_the_baseline_borrows_the_new_runs_bytes_and_the_table_says_so():
     assert labels.index("checking") == labels.index("comparing") + 1 and labels[labels.index("not") - 1] == "other"
     assert [line for line in lines if line.startswith("  checking")][0].split()[1:] == ["-", "5.0%"]
     assert "7.50*" in text and "the baseline stores no bytes compared" in text
+    assert [line for line in lines if line.startswith("  lent by")][0].split()[-2:] == ["-", "9"]
+    assert [line for line in lines if line.startswith("  warm when")][0].split()[-2:] == ["38", "76"]
     last = bench.verdict_lines(rows, [], 4e12)
     assert last[1].startswith("new/old cells/s: 2.00x") and "5.00" in last[2] and "40.0%" in last[3]
 
