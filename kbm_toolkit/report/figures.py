@@ -35,7 +35,6 @@ def _pyplot() -> Any:
     return plt
 
 
-
 def _save(fig: Any, out: Path, name: str) -> list[str]:
     files = []
     for ext in ("png", "svg"):
