@@ -114,7 +114,7 @@ class Watch:
             return [host_checksum(t) for t in _distinct(self.tensors)]
         slots = torch.zeros(len(self.spans), dtype=torch.int64, device=self._device)
         self._launch(slots)
-        return [v & MASK for v in slots.tolist()]
+        return _sums(slots)
 
     def _launch(self, slots: Any) -> None:
         """Queue the checksum kernel on torch's current stream, each storage's sum into its slot (zeroed int64)."""
@@ -140,7 +140,12 @@ class Watch:
             done = self.changed()
             return lambda: done
         index = readback.add(len(self.spans), self._launch)
-        return lambda: [v & MASK for v in readback.host[index].tolist()] != self.sums
+        return lambda: _sums(readback.host[index]) != self.sums
+
+
+def _sums(slots: Any) -> list[int]:
+    """The checksum kernel's int64 slots as the unsigned sums `Watch` compares."""
+    return [v & MASK for v in slots.tolist()]
 
 
 def _distinct(tensors: Sequence[Any]) -> list[Any]:
