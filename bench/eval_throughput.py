@@ -486,6 +486,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         seconds = r.get("seconds") or {}
         return fmt(seconds[part] / seconds["wall"] if part in seconds and seconds.get("wall") else None, ".1%")
 
+    def started(r: dict[str, Any], key: str, spec: str) -> str:  # how the run's children started (`spare_stats`)
+        return fmt((r.get("spares") or {}).get(key), spec)
+
     lines: list[tuple[str, list[str]]] = [
         ("run", [str(r.get("run", "-")) for r in rows]),
         ("cells", [fmt(r.get("cells"), "d") for r in rows]),
@@ -494,10 +497,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("cells/s", [fmt(r.get("cells_per_s"), ".1f") for r in rows]),
         ("exit status", [fmt(r.get("exit"), "d") for r in rows]),
         ("restarts", [fmt(r.get("restarts"), "d") for r in rows]),
-        ("children started", [fmt((r.get("spares") or {}).get("starts"), "d") for r in rows]),
-        ("  warm when needed", [fmt((r.get("spares") or {}).get("found_warm"), "d") for r in rows]),
-        ("  lent by a sibling worker", [fmt((r.get("spares") or {}).get("borrowed"), "d") for r in rows]),
-        ("  spawn to warm, median s", [fmt((r.get("spares") or {}).get("warm_s_median"), ".2f") for r in rows]),
+        ("children started", [started(r, "starts", "d") for r in rows]),
+        ("  warm when needed", [started(r, "found_warm", "d") for r in rows]),
+        ("  lent by a sibling worker", [started(r, "borrowed", "d") for r in rows]),
+        ("  spawn to warm, median s", [started(r, "warm_s_median", ".2f") for r in rows]),
         ("worker s", [fmt((r.get("seconds") or {}).get("wall"), ".1f") for r in rows]),
     ]
     lines += [(f"  {part}", [share(r, part) for r in rows]) for part in part_order(rows)]
