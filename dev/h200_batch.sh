@@ -28,8 +28,6 @@
 #                                           eval-bench (bench/eval_throughput.py: .kbm/baseline's evaluator against
 #                                           this checkout's, SAMPLE of the slice's mutants)
 #                                           shards (the demo pool as one run and as two shards merged; their cells compared)
-#                                           level3-pilot (placed mutants of L3_PROBLEMS, an L3_SAMPLE share, kernelbench's
-#                                           inputs; the store comes back as l3.db.xz)
 #                                           l3-pool (issue 28's pool, resumable from a carried .kbm/l3-live.db.xz)
 #                                           l3-targets (kbm targets on level 3, run on kernelbench's survivors there)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
@@ -242,20 +240,6 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             echo "merge: exit $?"
             python3 bench/compare_cells.py /tmp/demo-one.db /tmp/demo-s0.db --rel 1e-6 > "$OUT/logs/shards-compare.txt" 2>&1
             echo "compare one run against the merged shards: exit $?"; head -n 30 "$OUT/logs/shards-compare.txt" ;;
-        level3-pilot)  # issue 28: placed mutants of a few networks (gated in .kbm/gate.db, carried) under
-                       # kernelbench's inputs, an L3_SAMPLE share of each (default 0.05)
-            cp .kbm/gate.db /tmp/l3.db
-            l3="${L3_PROBLEMS:-level3/1 level3/9 level3/11 level3/35}"
-            python3 -m kbm_toolkit --store /tmp/l3.db --kernelbench third_party/KernelBench mutate $l3 \
-                > "$OUT/logs/l3-mutate.txt" 2>&1
-            echo "mutate $l3: exit $?; $(tail -n 1 "$OUT/logs/l3-mutate.txt")"
-            stop_at "$(( $(left) - 30 ))" python3 -m kbm_toolkit --store /tmp/l3.db --kernelbench third_party/KernelBench \
-                run $l3 --inputs kernelbench --sample "${L3_SAMPLE:-0.05}" > "$OUT/logs/l3-run.txt" 2>&1
-            echo "run: exit $?; $(tail -n 2 "$OUT/logs/l3-run.txt")"
-            python3 -m kbm_toolkit --store /tmp/l3.db --kernelbench third_party/KernelBench runs --run "$(last_run /tmp/l3.db)" \
-                > "$OUT/logs/l3-runs.txt" 2>&1
-            python3 -c "import sqlite3; sqlite3.connect('/tmp/l3.db').execute('pragma wal_checkpoint(TRUNCATE)')"
-            xz -T0 -6 -c /tmp/l3.db > "$OUT/l3.db.xz" ;;
         l3-targets)  # issue 28 item 4's targeted witnesses: `kbm targets --level level3` (ceilings on the GPU),
                      # then their inputs on the mutants kernelbench misses in the L3_SAMPLE share (default 0.01);
                      # the store as for l3-pool, returned as l3-live.db.xz, the protocol as l3-targets.toml

@@ -500,7 +500,7 @@ class _CellTask:
         unusable or the mutant wrote over what it must not."""
         import torch
 
-        start = time.perf_counter()
+        start, judged = time.perf_counter(), False
         try:
             kernel = self._kernel(m)  # loading its image is not the launch: timed apart
             cell["load_ms"] = (time.perf_counter() - start) * 1000
@@ -514,6 +514,7 @@ class _CellTask:
             cell["ms"] = (time.perf_counter() - start) * 1000
             start = time.perf_counter()
             cmp, margins, overwritten = self._judge(out, built, cell)
+            judged = True
             cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs,
                         compared_bytes=_compared_bytes(out, built))
             if margins:
@@ -533,9 +534,8 @@ class _CellTask:
             cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}",
                         crash_ms=(time.perf_counter() - start) * 1000)
             return False
-        if "check_ms" not in cell:  # a crash that left the context usable may still have written over its inputs
-            return self._intact(built, cell)
-        return True
+        # a crash that left the context usable (before its judging) may still have written over its inputs
+        return judged or self._intact(built, cell)
 
     def _intact(self, built: Built, cell: dict[str, Any]) -> bool:
         """Whether the launch left what `built` watches as it found it, into `cell` (its `check_ms`,

@@ -48,8 +48,10 @@ BATCH = 256
 ANSWER_S = 60.0
 """How much longer than the driver's deadline the parent waits for an actor's answer before it
 calls the actor lost and kills it: the time a record takes across the cluster, and then some."""
-STATS = ("restarts", "waited_s", "warm_s", "found_warm", "spares_lost", "warm_parts", "borrowed")
-"""A `Worker`'s start-up measures, which `stats.spare_stats` and the run's summary read."""
+STATS = {"restarts": int, "waited_s": float, "warm_s": list, "found_warm": int, "spares_lost": int,
+         "warm_parts": list, "borrowed": int}
+"""A `Worker`'s start-up measures, which `stats.spare_stats` and the run's summary read, each with
+the type of its empty value."""
 
 Stats = dict[str, Any]
 
@@ -118,8 +120,7 @@ def _stats(worker: Worker) -> Stats:
 
 
 def _no_stats() -> Stats:
-    return {"restarts": 0, "waited_s": 0.0, "warm_s": [], "found_warm": 0, "spares_lost": 0, "warm_parts": [],
-            "borrowed": 0}
+    return {name: empty() for name, empty in STATS.items()}
 
 
 class _Host:
