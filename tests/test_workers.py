@@ -184,6 +184,26 @@ def test_a_worker_with_no_warm_spare_borrows_a_siblings() -> None:
         assert bursting.borrowed == 2 and not calm._spares
 
 
+def test_a_sibling_s_warm_spare_beats_waiting_for_ones_own_standby_to_warm() -> None:
+    # in a burst of crashes the spare first in line, briefed with the input, is often still warming
+    with Worker(TARGET, warm="test_workers:long_nap", spares=1, prepare="test_workers:ahead") as bursting, \
+            Worker(TARGET, warm="test_workers:long_nap", spares=2, prepare="test_workers:ahead") as calm:
+        for w in (bursting, calm):
+            w.share_spares([bursting, calm])
+        calm.run({"do": "echo", "value": 0}, timeout=60)
+        _warm(calm)
+        bursting.run({"do": "echo", "value": 0}, timeout=60)  # a first start borrows too; its own spare warms from now
+        lent = {p.pid for p, _ in calm._spares}
+        assert len(lent) == 1
+        bursting.prepare("input 1")
+        standby = bursting._spares[0][0].pid
+        assert bursting._briefed_now(bursting._spares[0]) and not bursting._spares[0][1].poll(0)
+        assert bursting.run({"do": "crash"}, timeout=60).status == "crash"
+        after = bursting.run({"do": "echo", "value": 1}, timeout=60)
+        assert after.value["pid"] in lent and bursting.borrowed == 2  # its first start, and this one
+        assert standby in {p.pid for p, _ in bursting._spares}  # still its standby, for the next crash
+
+
 def test_a_standby_is_not_lent() -> None:
     with Worker(TARGET, spares=0, prepare="test_workers:ahead") as bursting, \
             Worker(TARGET, spares=1, prepare="test_workers:ahead") as briefed:

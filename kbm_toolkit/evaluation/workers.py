@@ -227,6 +227,10 @@ class Worker:
                 return proc, conn
         return None
 
+    def _briefed_now(self, spare: tuple[Any, Any]) -> bool:
+        """Whether `spare` was handed the standing payload (`prepare`)."""
+        return self._payload is not None and self._briefed.get(spare[0].pid) is self._payload
+
     def _spawn(self) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
         env = {**os.environ, **self.env}
@@ -249,17 +253,17 @@ class Worker:
             self.spares_lost += len(self._spares) - len(alive)
             self._spares = alive
             ready = [s for s in self._spares if s[1].poll(0)]  # warm already: its `ready` is waiting
-            # a spare handed the payload has built what the task starts on, or is building it
-            briefed = [s for s in self._spares if self._briefed.get(s[0].pid) is self._payload is not None]
-            chosen = briefed[0] if briefed else ready[0] if ready else None
-        borrowed = None if chosen is not None else self._borrow()  # a sibling's warm one beats a cold wait
-        with self._lock:
-            if chosen is None and borrowed is None and self._spares:
-                chosen = self._spares[0]  # its own, still warming
-            self._briefed = {s[0].pid: self._briefed[s[0].pid] for s in self._spares
-                             if s is not chosen and s[0].pid in self._briefed}
+            # a spare handed the payload has built what the task starts on, or is building it; one
+            # still warming up costs more than a warm child that builds the input itself
+            chosen = next((s for s in ready if self._briefed_now(s)), ready[0] if ready else None)
             if chosen is not None:
                 self._spares.remove(chosen)
+        borrowed = None if chosen is not None else self._borrow()  # a sibling's warm one beats a cold wait
+        with self._lock:
+            if chosen is None and borrowed is None and self._spares:  # its own, still warming: the standby first
+                chosen = next((s for s in self._spares if self._briefed_now(s)), self._spares[0])
+                self._spares.remove(chosen)
+            self._briefed = {s[0].pid: self._briefed[s[0].pid] for s in self._spares if s[0].pid in self._briefed}
         self.found_warm += chosen in ready or borrowed is not None
         self.borrowed += borrowed is not None
         proc, conn = self._proc, self._conn = chosen or borrowed or self._spawn()
