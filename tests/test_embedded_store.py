@@ -181,6 +181,19 @@ def test_tables_are_the_pipeline_and_the_families_from_the_store(fresh_user: Cli
     assert f"{100 * missed / witnessed:.1f}%" in family_rows[-1]
 
 
+def test_the_tables_witnessed_set_is_the_denominator_asked_for(fresh_user: CliRunner) -> None:
+    # witnessed by kbv and kernelbench only, as `kbm audit --denominator` scores it
+    asked = ["--denominator", "kbv", "--denominator", "kernelbench"]
+    result = fresh_user.invoke(cli, ["report", "--tables", "-a", "kernelbench", *asked])
+    assert result.exit_code == 0, result.output
+    table1 = result.output.split("Table 2")[0]
+    witnessed = int(table1.split("| of which witnessed | ")[1].split(" |")[0].replace(",", ""))
+    missed = int(table1.split("missed by kernelbench | ")[1].split(" |")[0].replace(",", ""))
+    narrower = audit(fresh_user, "--adapter", "kernelbench", *asked)
+    assert (witnessed, missed) == (narrower["witnessed"], narrower["missed"])
+    assert witnessed < audit(fresh_user, "--adapter", "kernelbench")["witnessed"]  # fuzz's own witnesses left out
+
+
 def test_report_with_neither_out_nor_tables_is_a_usage_error(fresh_user: CliRunner) -> None:
     result = fresh_user.invoke(cli, ["report"])
     assert result.exit_code == 2 and "--out" in result.output

@@ -538,6 +538,23 @@ def test_only_runs_the_mutants_it_names(tmp_path: Path, monkeypatch: pytest.Monk
     assert {r["mutant"] for r in store.db["cells"].rows} == set(ids[:2])
 
 
+def test_a_run_on_chosen_mutants_widens_no_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--survivors-of P --sample 0.5` on a store evaluated at 25%: the survivors are all within the
+    # 25%, and the other mutants of the 50% have none of P's cells, so the store stays at 25%
+    from kbm_toolkit.store import in_sample
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"}, fake(sample=0.25))
+    quarter = sorted(m for m in ids if in_sample(m, 0.25))
+    assert quarter and store.samples() == {problem.key: 0.25}
+    run_evaluation(store, [problem], specs_for, "test", "sm_90", {"gpu": "fake"},
+                   fake(sample=0.5, only={problem.key: set(quarter[:1])}))
+    assert store.samples() == {problem.key: 0.25}
+
+
 def test_targets_on_a_gpu_machine_measure_every_ceiling_in_one_run(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner

@@ -27,9 +27,12 @@ from kbm_toolkit.cli.params import SHARE, json_option, out_option, protocol_opti
                    "wider store reproduces a narrower one's figures).")
 @click.option("--reference", type=click.Choice(REFERENCES),
               help="With --tables: judge every protocol against this reference instead of its own.")
+@protocol_option("--denominator", "denominator", multiple=True,
+                 help="Protocols whose detections define the witnessed mutants, e.g. a `kbm targets` folder beside "
+                      "the built-in ones (default: with --tables every installed one, else the protocols compared)")
 @click.pass_obj
 def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None,
-           reference: str | None) -> None:
+           reference: str | None, denominator: tuple[str, ...]) -> None:
     """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
 
     Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
@@ -44,13 +47,15 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
         from kbm_toolkit.report.tables import tables_markdown
 
         chosen = obj.protocols(adapters or ("kernelbench", "kbv", "fuzz"), store)
-        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, obj.protocols((), store), sample, reference)}")
+        witnesses = obj.protocols(denominator, store)
+        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, witnesses, sample, reference)}")
         return
     if out is None:
         raise click.UsageError("give --out DIR for the figures, or --tables for the Markdown tables")
     from kbm_toolkit.report.figures import write_report
 
-    page = write_report(store, obj.protocols(adapters, store), Path(out), sample=sample)
+    page = write_report(store, obj.protocols(adapters, store), Path(out), sample=sample,
+                        denominator=obj.protocols(denominator, store) if denominator else None)
     click.echo(f"{provenance(store)}\nwrote {page}")
 
 

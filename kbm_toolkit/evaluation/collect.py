@@ -124,7 +124,7 @@ class Collector(Committer):
     def _problem(self, key: str, rec: dict[str, Any]) -> None:
         options = self.options
         self.summary.problems[key] = rec["verdict"]
-        if rec["verdict"] == "done" and not options.checks_only and options.redo is None:
+        if rec["verdict"] == "done" and options.widens_share():
             # the share widens only once every cell it needs is stored: an interrupted
             # run leaves the problem scored on the share it had finished before
             self.flush()

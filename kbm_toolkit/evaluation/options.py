@@ -74,3 +74,9 @@ class RunOptions:
     spares: int | None = None
     """Warm children each worker keeps ready to take over after a crash (None: `run.SPARES` per GPU
     shared among its workers, at least 2 each)."""
+
+    def widens_share(self) -> bool:
+        """Whether a finished problem is recorded as evaluated on this run's share: not when the run
+        ran no mutant (`checks_only`), measured stored cells again (`redo`) or ran a chosen few
+        (`only`, e.g. a protocol's survivors: the share's other mutants got none of its inputs)."""
+        return not self.checks_only and self.redo is None and self.only is None

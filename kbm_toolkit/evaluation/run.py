@@ -124,7 +124,7 @@ class _Run:
         substrate, sh, rows = self._mutants_of(problem)
         probe_input = probe_spec(problem, substrate) if self.probe else None
         store.record_problem(problem)
-        if not options.checks_only and options.redo is None:
+        if options.widens_share():
             # a problem new to the store: 0% evaluated until it is done; a known one keeps both its shares
             store.widen_sample(problem.key, 0.0, full_rows=False)
             if not rows:  # a small problem whose sample drew none of its mutants, or none is left

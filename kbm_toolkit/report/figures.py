@@ -54,13 +54,16 @@ def pipeline_table(store: Any) -> list[tuple[str, Counter]]:
 
 
 def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolerance: float = 1e-2,
-                 sample: float | None = None) -> Path:
+                 sample: float | None = None, denominator: list[Protocol] | None = None) -> Path:
     """Draw every figure into `out` and write `out/index.html`, scoring at most a `sample` share
-    of each problem's mutants; return the page's path."""
+    of each problem's mutants over the mutants `denominator`'s protocols witness (None: `protocols`'
+    own); return the page's path."""
     plt = _pyplot()
     out = output_folder(out)
     matrices = load_matrices(store, sample=sample)
-    audits = {p.name: audit_store(store, p, protocols, matrices=matrices, sample=sample) for p in protocols}  # as `kbm audit` does
+    denominator = denominator or protocols
+    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample)  # as `kbm audit` does
+              for p in protocols}
     figures: list[tuple[str, list[str]]] = []
 
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -121,7 +124,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
         official = official_of(protocols)  # the paper's Fig. 7 is the official check's, as Table 1 here
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
         figures.append(("Whole networks: survival against launch count, and by depth",
-                        _depth_figure(plt, depth(official, refereed, protocols), out)))
+                        _depth_figure(plt, depth(official, refereed, denominator), out)))
 
     page = out / "index.html"
     page.write_text(_html(store, audits, figures, protocols))
