@@ -328,6 +328,7 @@ def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
         worker.prepare("input 1")
         time.sleep(0.5)  # prepared, before the next payload comes
         worker.prepare("input 2")  # the latest payload stands
+        time.sleep(0.5)  # prepared too: a task already waiting would make a spare skip it (by design)
         standbys = [p.pid for p, _ in worker._spares[:2]]
         assert sorted(worker._briefed) == sorted(standbys)  # the third spare is handed nothing
         assert worker.run({"do": "crash"}, timeout=60).status == "crash"
