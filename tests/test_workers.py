@@ -325,6 +325,11 @@ def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
     with Worker("test_workers:told", spares=3, prepare="test_workers:ahead", standbys=2) as worker:
         first = worker.run({"do": "echo"}, timeout=60)
         assert first.value["ahead"] == []  # a child put to work before any payload
+        # the standbys warm first: one still starting finds both payloads queued and, by design,
+        # prepares only the latest (a loaded CI machine took more than a second to start one)
+        deadline = time.monotonic() + 60
+        while not all(conn.poll(0.1) for _, conn in worker._spares[:2]) and time.monotonic() < deadline:
+            pass
         worker.prepare("input 1")
         time.sleep(0.5)  # prepared, before the next payload comes
         worker.prepare("input 2")  # the latest payload stands
