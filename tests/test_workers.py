@@ -365,7 +365,10 @@ def test_a_spare_skips_a_payload_a_newer_one_already_supersedes() -> None:
         worker.prepare("input 1")
         worker.prepare("input 2")  # both wait for its warm-up: the first is skipped
         # the task only once the second is taken in: a task already waiting supersedes it too
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while not worker._spares[0][1].poll(0.1) and time.monotonic() < deadline:
+            pass  # warm: it reads the payloads right after saying so
+        time.sleep(0.5)
         assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
 
 
