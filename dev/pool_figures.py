@@ -28,11 +28,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, help="a store file (default: the shipped KernelBench pool)")
     ap.add_argument("--sample", type=float, help="score only this share of each problem's mutants")
+    ap.add_argument("--accounting", choices=["tolerance", "union"], default="tolerance",
+                    help="at which tolerance witnesses count (kbm audit --accounting)")
     args = ap.parse_args()
     from kbm_toolkit.analysis.matrix import load_matrices
-    from kbm_toolkit.analysis.score import audit, audit_store, run_protocol, witnessed
+    from kbm_toolkit.analysis.score import audit, audit_store, scored
     from kbm_toolkit.protocols.registry import all_protocols, load_protocol
     from kbm_toolkit.store import Store, shipped_store_path
+    from kbm_toolkit.vocabulary import Accounting
 
     path = args.store or shipped_store_path()
     if not path.is_file():
@@ -40,21 +43,23 @@ def main() -> None:
     store = Store(path, readonly=True)
     official, denominator = load_protocol("kernelbench"), all_protocols()
     matrices = load_matrices(store, min(p.tolerance for p in denominator), sample=args.sample)
-    scored = audit_store(store, official, denominator, matrices=matrices, sample=args.sample)  # as `kbm audit`
-    excluded = scored["excluded"]
-    print(f"kernelbench misses {100 - scored['detection_pct']:.1f}% of {scored['witnessed']:,} witnessed "
-          f"({len(excluded)} problems left out)")
-    everything = audit(official, matrices, denominator, excluded={})
+    accounting = Accounting(args.accounting)
+    report = audit_store(store, official, denominator, matrices=matrices, sample=args.sample,  # as `kbm audit`
+                         accounting=accounting)
+    excluded = report["excluded"]
+    print(f"kernelbench misses {100 - report['detection_pct']:.1f}% of {report['witnessed']:,} witnessed "
+          f"({len(excluded)} problems left out; {report['witnessed_as']})")
+    everything = audit(official, matrices, denominator, excluded={}, accounting=accounting)
     low, high = (100 - x for x in reversed(everything["band90_pct"]))
     print(f"with them included: {100 - everything['detection_pct']:.1f}% (band {low:.1f}–{high:.1f}%) "
           f"of {everything['witnessed']:,}")
 
     kept = [m for m in matrices if m.problem.key not in excluded]
-    seen = witnessed([run_protocol(p, kept) for p in denominator])
+    mine, _, seen = scored(official, kept, denominator, accounting=accounting)
+    caught = mine.detected
     print(f"witnessed {sum(len(w) for w in seen.values()):,} of {sum(len(m.mutants) for m in kept):,} "
           "distinct mutants of the refereeable problems")
 
-    caught = run_protocol(official, kept).detected
     rates = sorted((100 * len(w - caught.get(k, set())) / len(w), k, len(w))
                    for k, w in seen.items() if len(w) >= MIN_WITNESSED)
     values = [r for r, _, _ in rates]

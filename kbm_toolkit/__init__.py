@@ -41,8 +41,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kbm_toolkit.cuda.dryrun": ("check_substrate",),
     # analysis: queries over the store, no GPU
     "kbm_toolkit.analysis.matrix": ("Matrix", "load_matrices"),
-    "kbm_toolkit.analysis.score": ("ProtocolResult", "audit", "audit_store", "run_protocol", "survivors", "to_json",
-                                   "witnessed"),
+    "kbm_toolkit.analysis.score": ("ProtocolResult", "audit", "audit_store", "denominator_words", "run_protocol",
+                                   "scored", "survivors", "to_json", "witnessed"),
     "kbm_toolkit.analysis.suite": ("SuiteCurve", "budget_curve", "suite_curve", "write_kbv_suite", "write_suite"),
     "kbm_toolkit.problems.hidden_writer": ("KbvAdmission",),
     "kbm_toolkit.analysis.submissions": ("SubmissionVerdicts", "submission_verdicts"),
@@ -64,8 +64,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "kbm_toolkit.errors": ("CompileError", "ContractViolation", "KbmError", "LaunchError", "NoDevice", "OptionError",
                            "OutputError", "ProblemError", "StoreError", "SubstrateError"),
     # the vocabulary the store, the CLI and the reports share
-    "kbm_toolkit.vocabulary": ("FAMILIES", "Family", "GateStatus", "MutantStatus", "Outcome", "RecordKind",
-                               "RunKind", "SubmissionStatus", "Verdict"),
+    "kbm_toolkit.vocabulary": ("FAMILIES", "Accounting", "Family", "GateStatus", "MutantStatus", "Outcome",
+                               "RecordKind", "RunKind", "SubmissionStatus", "Verdict"),
 }
 
 _MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}

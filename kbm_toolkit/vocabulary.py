@@ -54,6 +54,17 @@ class Outcome(Word):
     """The launch overran its deadline and the worker was killed."""
 
 
+class Accounting(Word):
+    """Which tolerance a denominator protocol's inputs witness mutants at, for one protocol's score."""
+
+    TOLERANCE = "tolerance"
+    """At the scored protocol's own tolerance: a mutant counts against a check at 1e-2 only where
+    some valid input shows it off by more than 1e-2 (the paper's accounting; the default)."""
+    UNION = "union"
+    """Each denominator protocol at its own tolerance: a mutant that only a 1e-4 check sees counts
+    against a 1e-2 check too (kbm's only accounting before 2026-12-03)."""
+
+
 STOPPING_OUTCOMES = (Outcome.CRASH, Outcome.TIMEOUT)
 """Cell outcomes after which a mutant is not run on its problem's other inputs."""
 

@@ -37,7 +37,7 @@ def demo_figures() -> tuple[str, dict]:
 
 def test_the_headline_is_the_audit_of_the_same_store(demo_figures: tuple[str, dict]) -> None:
     out, report = demo_figures
-    first = re.match(r"kernelbench misses ([\d.]+)% of ([\d,]+) witnessed \((\d+) problems left out\)", out)
+    first = re.match(r"kernelbench misses ([\d.]+)% of ([\d,]+) witnessed \((\d+) problems left out; witnessed at 0.01 ", out)
     assert first, out
     assert int(first[2].replace(",", "")) == report["witnessed"]
     assert float(first[1]) == round(100 - report["detection_pct"], 1)

@@ -25,8 +25,16 @@ def test_report_draws_every_figure_and_the_tables(tmp_path: Path, demo: ProblemS
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.svg").is_file()
     page = (out / "index.html").read_text()
     assert "Table 1: the mutation pipeline" in page and "Table 2" in page
-    # precision: one rule, one witnessed mutant (B), missed at 1e-2 and caught at 1e-3
-    assert "<td>precision</td><td>1</td><td>1</td><td>100.0%</td><td>0.0%</td>" in page
+    # precision: B, off by 5e-3, is witnessed at kbv's 1e-3 (and caught there) but at no input at 1e-2
+    assert "<td>precision</td><td>0</td><td>–</td><td>0.0% of 1</td>" in page
+    assert "<li>kernelbench: 2 mutants witnessed at 0.01 by any of fuzz, fuzz-shapes, kbv, " in page
+    assert "<p></p>" not in page and "`" not in page  # the provenance line is there; code is marked up
+    union = tmp_path / "union"
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "report", "--out", str(union),
+                                      "-a", "kernelbench", "-a", "kbv", "--accounting", "union"])
+    assert result.exit_code == 0, result.output
+    # in the union accounting kbv's witness counts against kernelbench too: missed at 1e-2
+    assert "<td>precision</td><td>1</td><td>100.0% of 1</td><td>0.0% of 1</td>" in (union / "index.html").read_text()
 
 
 

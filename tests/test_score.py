@@ -9,8 +9,11 @@ from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit, bootstrap_band, run_protocol
 from kbm_toolkit.store import Store
+from kbm_toolkit.vocabulary import Accounting
 
 from support import seed
+
+UNION = Accounting.UNION
 
 KB, KBV = load_protocol("kernelbench"), load_protocol("kbv")
 
@@ -38,11 +41,25 @@ def test_detection_false_rejections_and_drops(matrices: list) -> None:
 
 
 def test_audit_scores_against_the_witnessed_denominator(matrices: list) -> None:
-    report = audit(KB, matrices, [KB, KBV])
+    report = audit(KB, matrices, [KB, KBV], accounting=UNION)
     assert (report["witnessed"], report["detected"], report["missed"]) == (3, 1, 2)
     assert report["detection_pct"] == pytest.approx(100 / 3)
     assert report["families"]["precision"] == {"witnessed": 1, "missed": 1, "missed_pct": 100.0, "rules": 1}
     assert "boundary" not in report["families"]  # D is unwitnessed
+
+
+def test_witnesses_count_at_the_scored_protocols_tolerance(matrices: list) -> None:
+    # B is off by 5e-3 wherever it is seen: no witness against a check at 1e-2, which misses only C then
+    report = audit(KB, matrices, [KB, KBV])
+    assert (report["witnessed"], report["detected"], report["missed"]) == (2, 1, 1)
+    assert report["accounting"] == "tolerance" and "precision" not in report["families"]
+    assert report["denominator_words"] == ("2 mutants witnessed at 0.01 by any of kbv, kernelbench "
+                                           "(the paper's accounting)")
+    # at KBV's 1e-3 the official inputs witness B themselves: a survivor of KB with KB alone as denominator
+    assert audit(KBV, matrices, [KB], vs=KB)["vs"]["survivors"] == 1
+    assert audit(KBV, matrices, [KB], vs=KB, accounting=UNION)["vs"]["survivors"] == 0
+    assert audit(KB, matrices, [KB, KBV], accounting=UNION)["denominator_words"] == (
+        "3 mutants witnessed by any of kbv, kernelbench, each at its own tolerance (the union accounting)")
 
 
 def test_the_gain_splits_into_inputs_and_tolerance(matrices: list) -> None:
@@ -83,7 +100,7 @@ def test_the_ladder_counts_the_survivors_of_the_other_protocol_this_one_kills(ma
 
 def test_outside_the_denominator_a_protocol_makes_no_survivors_of_its_own(matrices: list) -> None:
     # KBV cannot make survivors of B and C, which only it witnesses
-    outside = audit(KBV, matrices, [KB], vs=KB)["vs"]
+    outside = audit(KBV, matrices, [KB], vs=KB, accounting=UNION)["vs"]
     assert (outside["survivors"], outside["survivors_killed"]) == (0, 0)
 
 
@@ -93,8 +110,11 @@ def test_where_the_other_protocol_cannot_referee_it_has_no_survivors(matrices: l
 
 
 def test_rescoring_at_another_tolerance_keeps_the_denominator(matrices: list) -> None:
-    tight = audit(KB, matrices, [KB, KBV], tolerance=1e-3)
+    tight = audit(KB, matrices, [KB, KBV], tolerance=1e-3, accounting=UNION)
     assert tight["witnessed"] == 3 and tight["detected"] == 2 and tight["tolerance"] == 1e-3
+    # witnesses count at the protocol's own 1e-2, not at the override: B, which 1e-3 detects, is none
+    tight = audit(KB, matrices, [KB, KBV], tolerance=1e-3)
+    assert tight["witnessed"] == 2 and tight["detected"] == 1
 
 
 def test_missing_cells_are_listed(demo: ProblemSet) -> None:
@@ -136,7 +156,8 @@ def test_survivors_are_the_scored_mutants_a_protocol_misses(demo: ProblemSet) ->
     assert survivors(store, KB) == {"demo/1_LeakyReLU": {"B", "C", "D"}}
     assert survivors(store, KBV) == {"demo/1_LeakyReLU": {"D"}}
     # the ladder's survivors: D is witnessed by neither protocol, so it is no survivor of either
-    assert survivors(store, KB, [KB, KBV]) == {"demo/1_LeakyReLU": {"B", "C"}}
+    assert survivors(store, KB, [KB, KBV], UNION) == {"demo/1_LeakyReLU": {"B", "C"}}
+    assert survivors(store, KB, [KB, KBV]) == {"demo/1_LeakyReLU": {"C"}}  # B is witnessed at 1e-3 only
     assert survivors(store, KBV, [KB, KBV]) == {"demo/1_LeakyReLU": set()}
 
 

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbm_toolkit.analysis.matrix import Matrix
-from kbm_toolkit.analysis.score import run_protocol, witnessed
-from kbm_toolkit.judging import STRICT
+from kbm_toolkit.analysis.score import scored
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.vocabulary import QUARTILES, depth_quartile
+from kbm_toolkit.vocabulary import QUARTILES, Accounting, depth_quartile
 
 ARCHITECTURE_LEVEL = "level3"
 """KernelBench's whole networks; its other levels are single operators and small fusions."""
@@ -72,11 +71,11 @@ class Depth:
     """Placed mutants of every network, by quartile of depth (0: the input end)."""
 
 
-def depth(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol]) -> Depth:
-    """Survival and misses of `protocol` at both scales, per network, and by depth."""
-    mine = run_protocol(protocol, matrices)
-    wit = witnessed([run_protocol(p, matrices, judging=p.judge.with_reference(STRICT))
-                     for p in {p.name: p for p in [*denominator, protocol]}.values()])
+def depth(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
+          accounting: Accounting = Accounting.TOLERANCE) -> Depth:
+    """Survival and misses of `protocol` at both scales, per network, and by depth; misses over
+    its audit's denominator."""
+    mine, _, wit = scored(protocol, matrices, denominator, accounting=accounting)
     operator, architecture = Survival(), Survival()
     networks: list[Architecture] = []
     quartiles = [Survival() for _ in range(QUARTILES)]

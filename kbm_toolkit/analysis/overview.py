@@ -10,9 +10,9 @@ from typing import Any
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.vocabulary import FAMILIES
+from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
-from kbm_toolkit.analysis.score import run_protocol, witnessed
+from kbm_toolkit.analysis.score import denominator_words, scored, unrefereeable
 
 
 @dataclass
@@ -21,9 +21,16 @@ class Overview:
 
     protocols: list[Protocol]
     matrices: dict[str, Matrix]
-    witnessed: dict[str, set[str]]
+    denominators: dict[str, dict[str, set[str]]]
+    """protocol → problem → the mutants its score is over: its `kbm audit` denominator (the other
+    protocols' witnesses under `accounting`, its unrefereeable problems left out)."""
     detected: dict[str, dict[str, set[str]]]
     """protocol → problem → detected mutants."""
+    accounting: Accounting = Accounting.TOLERANCE
+    denominator: list[str] = field(default_factory=list)
+    """The protocols whose witnesses define every denominator (default: `protocols`)."""
+    excluded: dict[str, dict[str, str]] = field(default_factory=dict)
+    """protocol → problem → why it cannot referee it; only the protocols that leave some out."""
     false_rejections: dict[str, int] = field(default_factory=dict)
     sample: dict[str, Any] | None = None
     """The store's sample (`Store.sample_summary`), None when every mutant is evaluated."""
@@ -32,35 +39,69 @@ class Overview:
     problem → cells not evaluated}; only the protocols that lack some."""
 
     @property
+    def witnessed(self) -> dict[str, set[str]]:
+        """Per problem, the mutants some protocol's score is over (the patterns and mutant lists)."""
+        out: dict[str, set[str]] = {}
+        for den in self.denominators.values():
+            for key, ids in den.items():
+                out.setdefault(key, set()).update(ids)
+        return out
+
+    @property
     def total(self) -> int:
         return sum(len(w) for w in self.witnessed.values())
 
-    def family_table(self) -> list[tuple[str, int, list[float | None]]]:
-        """(family, witnessed, missed % per protocol), families in taxonomy order, then `all`."""
+    def score(self, protocol: str) -> tuple[int, int]:
+        """(witnessed, missed) of one protocol over its own denominator: `kbm audit`'s figures."""
+        den, found = self.denominators[protocol], self.detected[protocol]
+        n = sum(len(w) for w in den.values())
+        return n, n - sum(len(w & found.get(k, set())) for k, w in den.items())
+
+    def score_words(self, protocol: str) -> str:
+        """`kernelbench misses 6.7% of 16,223 mutants witnessed at 0.01 by any of …`: the score
+        with its denominator's size and definition, as `kbm audit` prints it."""
+        p = next(p for p in self.protocols if p.name == protocol)
+        n, missed = self.score(protocol)
+        words = denominator_words(self.denominator or sorted(x.name for x in self.protocols), n, p.judge.atol,
+                                  self.accounting)
+        return f"{protocol} misses {100.0 * missed / n:.1f}% of {words}" if n else f"{protocol}: no {words}"
+
+    def family_table(self) -> list[tuple[str, list[tuple[int, float | None]]]]:
+        """(family, (witnessed, missed %) per protocol over its own denominator), families in
+        taxonomy order, then `all`."""
         family_of = {m: mx.mutants[m]["family"] for mx in self.matrices.values() for m in mx.mutants}
         rows = []
         for family in [*FAMILIES, "all"]:
-            ids = {(k, m) for k, w in self.witnessed.items() for m in w if family in ("all", family_of[m])}
-            if not ids:
-                continue
-            missed = [100.0 * sum(m not in self.detected[p.name].get(k, set()) for k, m in ids) / len(ids)
-                      for p in self.protocols]
-            rows.append((family, len(ids), missed))
+            cells = []
+            for p in self.protocols:
+                ids = {(k, m) for k, w in self.denominators[p.name].items() for m in w
+                       if family in ("all", family_of[m])}
+                missed = sum(m not in self.detected[p.name].get(k, set()) for k, m in ids)
+                cells.append((len(ids), 100.0 * missed / len(ids) if ids else None))
+            if any(n for n, _ in cells):
+                rows.append((family, cells))
         return rows
 
-    def patterns(self) -> list[tuple[tuple[bool, ...], list[str]]]:
-        """Distinct "which protocols miss this mutant" patterns, most common first (the UpSet view)."""
-        groups: dict[tuple[bool, ...], list[str]] = {}
+    def _missed(self, protocol: str, problem: str, mutant: str) -> bool | None:
+        """Whether `protocol` misses the mutant; None when its score is not over it (no witness at its tolerance)."""
+        if mutant not in self.denominators[protocol].get(problem, set()):
+            return None
+        return mutant not in self.detected[protocol].get(problem, set())
+
+    def patterns(self) -> list[tuple[tuple[bool | None, ...], list[str]]]:
+        """Distinct "which protocols miss this mutant" patterns over the mutants some protocol's
+        score is over (None: not in that protocol's denominator), most common first (the UpSet view)."""
+        groups: dict[tuple[bool | None, ...], list[str]] = {}
         for k, w in self.witnessed.items():
             for m in sorted(w):
-                key = tuple(m not in self.detected[p.name].get(k, set()) for p in self.protocols)
+                key = tuple(self._missed(p.name, k, m) for p in self.protocols)
                 groups.setdefault(key, []).append(m)
-        return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        return sorted(groups.items(), key=lambda kv: (-len(kv[1]), [2 if x is None else int(x) for x in kv[0]]))
 
     def problems(self, protocol: str, level: str | None = None, family: str | None = None) -> list[tuple[str, int, int]]:
-        """(problem, witnessed, missed by `protocol`), highest miss rate first; filterable."""
+        """(problem, witnessed, missed by `protocol`) over its denominator, highest miss rate first; filterable."""
         rows = []
-        for k, w in self.witnessed.items():
+        for k, w in self.denominators[protocol].items():
             mx = self.matrices[k]
             if level and mx.problem.level != level:
                 continue
@@ -72,17 +113,29 @@ class Overview:
     def mutants_of(self, problem: str) -> list[dict[str, Any]]:
         """The witnessed mutants of one problem, with which protocols miss them."""
         mx = self.matrices[problem]
-        return [{**mx.mutants[m], "missed_by": [p.name for p in self.protocols
-                                                if m not in self.detected[p.name].get(problem, set())]}
+        return [{**mx.mutants[m], "missed_by": [p.name for p in self.protocols if self._missed(p.name, problem, m)]}
                 for m in sorted(self.witnessed.get(problem, set()))]
 
 
-def overview(store: Any, protocols: list[Protocol]) -> Overview:
-    """Score every protocol once; the screens slice the result."""
-    matrices = load_matrices(store, floor=min((p.tolerance for p in protocols), default=None))
-    results = [run_protocol(p, matrices) for p in protocols]
-    return Overview(protocols, {mx.problem.key: mx for mx in matrices}, witnessed(results),
-                    {r.protocol: r.detected for r in results},
+def overview(store: Any, protocols: list[Protocol], accounting: Accounting = Accounting.TOLERANCE,
+             denominator: list[Protocol] | None = None) -> Overview:
+    """Score every protocol once, as `kbm audit` scores it (the same denominator, by default
+    `protocols`, and the same problems left out); the screens slice the result."""
+    denominator = denominator or protocols
+    matrices = load_matrices(store, floor=min((p.tolerance for p in [*protocols, *denominator]), default=None))
+    references = store.reference_checks()
+    denominators, detected, excluded, results = {}, {}, {}, []
+    for p in protocols:
+        left_out = unrefereeable(p, matrices, references)
+        mine, _, wit = scored(p, [mx for mx in matrices if mx.problem.key not in left_out], denominator,
+                              accounting=accounting)
+        denominators[p.name], detected[p.name] = wit, mine.detected
+        results.append(mine)
+        if left_out:
+            excluded[p.name] = left_out
+    names = sorted({p.name for p in [*protocols, *denominator]})
+    return Overview(protocols, {mx.problem.key: mx for mx in matrices}, denominators, detected, accounting, names,
+                    excluded,
                     {r.protocol: len(r.false_rejections) for r in results}, store.sample_summary(),
                     {r.protocol: {"checks": r.missing_checks, "cells": r.missing_cells}
                      for r in results if r.missing_checks or r.missing_cells})

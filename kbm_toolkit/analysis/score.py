@@ -7,8 +7,10 @@ Definitions (DESIGN.md, "Scoring"):
   say so (KernelBench-Verified) and is a false rejection otherwise (allclose fails on NaN).
 - A protocol *detects* a mutant when one of its valid inputs kills it at the protocol's
   tolerance: the cell's outcome is not `pass`, or its margin exceeds t.
-- The denominator is the *witnessed* mutants: those detected by at least one protocol of the
-  denominator set (by default every installed protocol, each at its own tolerance).
+- The denominator of a protocol's score is the *witnessed* mutants: those a valid input of at
+  least one protocol of the denominator set (by default every installed protocol) kills, judged
+  at the scored protocol's tolerance (the paper's accounting, `Accounting.TOLERANCE`) or, with
+  `Accounting.UNION`, each denominator protocol at its own.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kbm_toolkit.analysis.refereeability import flags
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.judging import STRICT, Judging
 from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.vocabulary import Accounting
 
 
 @dataclass
@@ -126,6 +129,29 @@ def witnessed(results: list[ProtocolResult]) -> dict[str, set[str]]:
     return dict(out)
 
 
+def witness_judging(p: Protocol, scored: Protocol, accounting: Accounting = Accounting.TOLERANCE) -> Judging:
+    """How `p`'s inputs witness mutants for `scored`'s score: against the strict fp32 reference (a
+    benchmark's own reference changes what it detects, not what is there), at `scored`'s
+    tolerances, or at `p`'s own in the union accounting."""
+    strict = p.judge.with_reference(STRICT)
+    if accounting == Accounting.UNION:
+        return strict
+    return strict.with_tolerances(scored.judge.atol, scored.judge.rtol)
+
+
+def witness_words(names: list[str], tolerance: float, accounting: Accounting | str) -> str:
+    """The denominator's definition: `witnessed at 0.01 by any of fuzz, kbv (the paper's accounting)`."""
+    if Accounting(accounting) == Accounting.TOLERANCE:
+        return f"witnessed at {tolerance:g} by any of {', '.join(names)} (the paper's accounting)"
+    return f"witnessed by any of {', '.join(names)}, each at its own tolerance (the union accounting)"
+
+
+def denominator_words(names: list[str], n: int, tolerance: float, accounting: Accounting | str) -> str:
+    """The denominator's size and definition in one phrase, as every output that prints a score
+    prints it: `17,030 mutants witnessed at 0.01 by any of fuzz, kbv (the paper's accounting)`."""
+    return f"{n:,} mutants {witness_words(names, tolerance, accounting)}"
+
+
 def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
     """90% band of the pooled detection rate when problems are resampled with replacement."""
     per_problem = [p for p in per_problem if p[1]]
@@ -140,33 +166,46 @@ def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: 
     return rates[int(0.05 * draws)], rates[int(0.95 * draws) - 1]
 
 
+def scored(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol], tolerance: float | None = None,
+           judging: Judging | None = None, accounting: Accounting = Accounting.TOLERANCE
+           ) -> tuple[ProtocolResult, list[ProtocolResult], dict[str, set[str]]]:
+    """A protocol's score as sets: what it detects (at `tolerance` or as `judging` says), the
+    witness runs of the other `denominator` protocols, and per problem the mutants the score is
+    over. Every view that prints a score takes both sides from here."""
+    base = [run_protocol(p, matrices, judging=witness_judging(p, protocol, accounting)) for p in denominator
+            if p.name != protocol.name]
+    mine = run_protocol(protocol, matrices, tolerance, judging=judging)
+    strict_own = witness_judging(protocol, protocol, accounting)
+    own = mine if mine.judging == strict_own else run_protocol(protocol, matrices, judging=strict_own)
+    return mine, base, witnessed(base + [own])
+
+
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
           tolerance: float | None = None, vs: Protocol | None = None,
           excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None,
-          judging: Judging | None = None) -> dict[str, Any]:
+          judging: Judging | None = None, accounting: Accounting = Accounting.TOLERANCE) -> dict[str, Any]:
     """The audit of `protocol`: detection of witnessed mutants, with its structure.
 
     Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
     figure and listed in the report. The survivors of `vs` are the mutants the `denominator`
     witnesses and `vs` misses, counted only where `vs` can referee (`vs_excluded` lists where it
     cannot): the knowledge-ladder figure is over the same survivors as `vs`'s own audit, and new
-    inputs outside the denominator cannot inflate it with mutants only they witness.
+    inputs outside the denominator cannot inflate it with mutants only they witness. Witnesses are
+    judged at the protocol's own tolerance (`accounting`), never at a `tolerance` override: the
+    gain an override makes is measured on the same denominator.
     """
     excluded = excluded or {}
     matrices = [mx for mx in matrices if mx.problem.key not in excluded]
-    # witnesses are strict fp32: a benchmark's own reference changes what it detects, not what is there
-    base = [run_protocol(p, matrices, judging=p.judge.with_reference(STRICT)) for p in denominator
-            if p.name != protocol.name]
-    mine = run_protocol(protocol, matrices, tolerance, judging=judging)
-    strict_own = protocol.judge.with_reference(STRICT)
-    own = mine if mine.judging == strict_own else run_protocol(protocol, matrices, judging=strict_own)
-    wit = witnessed(base + [own])  # the denominator never depends on a --tolerance override
+    mine, base, wit = scored(protocol, matrices, denominator, tolerance, judging, accounting)
     n = sum(len(w) for w in wit.values())
     d = sum(len(mine.detected.get(k, set()) & w) for k, w in wit.items())
+    names = sorted({p.name for p in denominator} | {protocol.name})
     report: dict[str, Any] = {
         "protocol": protocol.name, "description": protocol.description, "note": protocol.note,
         "tolerance": mine.tolerance,
-        "denominator": sorted({p.name for p in denominator} | {protocol.name}),
+        "denominator": names, "accounting": str(accounting),
+        "witnessed_as": witness_words(names, protocol.judge.atol, accounting),
+        "denominator_words": denominator_words(names, n, protocol.judge.atol, accounting),
         "witnessed": n, "detected": d, "missed": n - d, "detection_pct": 100.0 * d / n if n else None,
         **_misses(wit, mine, {mx.problem.key: mx for mx in matrices}),
         "judging": mine.judging.words() if mine.judging else None,
@@ -273,7 +312,7 @@ def to_json(report: dict[str, Any]) -> str:
 def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tolerance: float | None = None,
                 vs: Protocol | None = None, matrices: list[Matrix] | None = None,
                 sample: float | None = None, judging: Judging | None = None,
-                level: str | None = None) -> dict[str, Any]:
+                level: str | None = None, accounting: Accounting = Accounting.TOLERANCE) -> dict[str, Any]:
     """`audit` over what a store holds: only the cells that can matter are loaded (unless the
     caller has `matrices` already, loaded with the same `sample`), problems the protocol cannot
     referee (`kbm refcheck`, the vacuity band) are left out, and the store's sample, if any (at
@@ -286,25 +325,34 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     if level is not None:
         matrices = [mx for mx in matrices if mx.problem.level == level]
     references = store.reference_checks()
-    problems = [mx.problem for mx in matrices]
-    magnitudes = {mx.problem.key: mx.checks for mx in matrices}
-    excluded = flags(protocol, problems, references, judging.atol if judging else tolerance, magnitudes)
-    vs_excluded = flags(vs, problems, references, None, magnitudes) if vs else None
-    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging)
+    excluded = unrefereeable(protocol, matrices, references, judging.atol if judging else tolerance)
+    vs_excluded = unrefereeable(vs, matrices, references) if vs else None
+    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging, accounting)
     report["sample"] = store.sample_summary(sample)
     if standalone:  # a report of many audits (tables, figures) prints none of it: one query saved per protocol
         report["overwrite_suspects"] = sum(len(m) for m in store.overwrite_suspects().values())
     return report
 
 
-def survivors(store: Any, protocol: Protocol, denominator: list[Protocol] | None = None) -> dict[str, set[str]]:
+def unrefereeable(protocol: Protocol, matrices: list[Matrix], references: dict[str, dict[str, Any]],
+                  tolerance: float | None = None) -> dict[str, str]:
+    """Problem -> why `protocol` (at `tolerance`) cannot referee it (`kbm refcheck`, the vacuity
+    band): left out of its score in every view. `references` is `Store.reference_checks()`."""
+    return flags(protocol, [mx.problem for mx in matrices], references, tolerance,
+                 {mx.problem.key: mx.checks for mx in matrices})
+
+
+def survivors(store: Any, protocol: Protocol, denominator: list[Protocol] | None = None,
+              accounting: Accounting = Accounting.TOLERANCE) -> dict[str, set[str]]:
     """Per problem, the scored mutants `protocol` does not detect from what the store holds
     (a problem the protocol cannot build inputs for keeps all of its mutants); with
-    `denominator`, only those some of its protocols detect (the knowledge ladder's survivors)."""
+    `denominator`, only those in its audit's denominator (the knowledge ladder's survivors)."""
     floor = min(p.tolerance for p in [protocol, *(denominator or [])])
     matrices = load_matrices(store, floor)
-    result = run_protocol(protocol, matrices)
-    wit = witnessed([run_protocol(p, matrices) for p in denominator]) if denominator is not None else None
+    if denominator is None:
+        result, wit = run_protocol(protocol, matrices), None
+    else:
+        result, _, wit = scored(protocol, matrices, denominator, accounting=accounting)
     return {mx.problem.key: (set(mx.mutants) if wit is None else wit.get(mx.problem.key, set()))
             - result.detected.get(mx.problem.key, set()) for mx in matrices}
 

@@ -111,6 +111,14 @@ class SuiteCurve:
     held_out_splits: list[list[float]] = field(default_factory=list)
     """Per budget, held-out detection on each of the extra salted splits (none unless asked)."""
 
+    def denominator_words(self, tolerance: float, baseline: str) -> str:
+        """What the curve's figures are over, and why `baseline`'s figure here is not its audit's."""
+        problems = len(self.suites[self.budgets[0]]) if self.budgets else 0
+        return (f"{self.witnessed:,} mutants over {problems} problems, witnessed at {tolerance:g} by any valid input "
+                "the store holds, among the mutants run on every input (set cover needs full rows); "
+                f"{baseline}'s figure here is over them, not over its audit's denominator (kbm audit -a {baseline}: "
+                "the denominator protocols' inputs, every evaluated mutant, unrefereeable problems left out)")
+
     def summary(self) -> dict[str, Any]:
         """The curve as plain data (`kbm suite --json`): per budget, full-pool and held-out detection."""
         return {"witnessed": self.witnessed, "problems": len(self.suites[self.budgets[0]]) if self.budgets else 0,
@@ -193,8 +201,8 @@ def write_kbv_suite(curve: SuiteCurve, store: Any, folder: Path, budget: int, to
     protocol = write_suite(curve, store, folder, budget, tolerance)
     figure = curve.full[curve.budgets.index(budget)]
     note = SuiteNote(store_name or store.where, budget, tolerance,
-                     detection=f"{figure:.1f}% of the {curve.witnessed:,} witnessed mutants at B = {budget} "
-                               "(full pool)")
+                     detection=f"{figure:.1f}% at B = {budget} of {curve.witnessed:,} mutants witnessed at "
+                               f"{tolerance:g} by any valid input the store holds (full pool)")
     return replace(write_hidden_tests(folder, suite_specs(curve.suites[budget], store), admission, note),
                    protocol=protocol)
 

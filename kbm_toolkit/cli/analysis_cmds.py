@@ -6,13 +6,14 @@ import json
 import shlex
 import sys
 from dataclasses import replace
+from typing import Any
 
 import click
 
 from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
-from kbm_toolkit.cli.params import PERCENT, SHARE, TOLERANCE, json_option, out_option, protocol_option
+from kbm_toolkit.cli.params import PERCENT, SHARE, TOLERANCE, accounting_option, json_option, out_option, protocol_option
 from kbm_toolkit.errors import ProblemError
 from kbm_toolkit.judging import REFERENCES
 from kbm_toolkit.outputs import output_folder
@@ -31,6 +32,7 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
                    "and --vs's protocol with it.")
 @protocol_option("--denominator", "denominator", multiple=True,
                  help="Protocols whose detections define the witnessed mutants (default: every installed one)")
+@accounting_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--fail-under", type=PERCENT, help="Exit 7 when detection is below this percentage (0 to 100).")
 @click.option("--no-run", is_flag=True, help="Never evaluate missing cells, even with a GPU present.")
@@ -40,7 +42,7 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 @click.option("--level", help="Audit only this level's problems (e.g. level3: whole networks).")
 @click.pass_obj
 def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, atol: float | None,
-          rtol: float | None, reference: str | None, denominator: tuple[str, ...], as_json: bool,
+          rtol: float | None, reference: str | None, denominator: tuple[str, ...], accounting: Any, as_json: bool,
           fail_under: float | None, no_run: bool, sample: float | None, level: str | None) -> None:
     """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
 
@@ -77,7 +79,7 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
         other = replace(other, judging=other.judge.with_reference(reference))
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
                            sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging,
-                           level=level)
+                           level=level, accounting=accounting)
     report["provenance"] = provenance(store)
     if store.submission_count():  # what kbm verify found of real submissions, under the same protocol
         from kbm_toolkit.analysis.submissions import submission_verdicts, verdict_counts
@@ -95,7 +97,7 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
     if fail_under is not None and (detection or 0.0) < fail_under:
         click.echo(f"--fail-under {fail_under:g}: {protocol.name} detects "
                    + (f"{detection:.1f}%" if detection is not None else "no witnessed mutant")
-                   + f" of {report['witnessed']:,} witnessed mutants, below {fail_under:g}%", err=True)
+                   + f" of {report['denominator_words']}, below {fail_under:g}%", err=True)
         sys.exit(ExitCode.BELOW_THRESHOLD)
 
 
@@ -162,6 +164,7 @@ def suite(obj: Context, budget: int, tolerance: float, baseline: str, out: str |
                "hidden_tests": {k: str(p) for k, p in hidden.files.items()} if hidden else None,
                "warnings": hidden.warnings if hidden else []} if admission else {}
         click.echo(json.dumps({"tolerance": tolerance, "baseline": baseline, **curve.summary(),
+                               "denominator": curve.denominator_words(tolerance, baseline),
                                "written": str(written) if written else None, **kbv}, indent=1))
         return
     print_curve(curve, tolerance, baseline, splits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,7 +13,7 @@ from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.judging import REFERENCES
-from kbm_toolkit.cli.params import SHARE, json_option, out_option, protocol_option
+from kbm_toolkit.cli.params import SHARE, accounting_option, json_option, out_option, protocol_option
 
 
 @command()
@@ -29,10 +30,11 @@ from kbm_toolkit.cli.params import SHARE, json_option, out_option, protocol_opti
               help="With --tables: judge every protocol against this reference instead of its own.")
 @protocol_option("--denominator", "denominator", multiple=True,
                  help="Protocols whose detections define the witnessed mutants, e.g. a `kbm targets` folder beside "
-                      "the built-in ones (default: with --tables every installed one, else the protocols compared)")
+                      "the built-in ones (default: every installed one)")
+@accounting_option()
 @click.pass_obj
 def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None,
-           reference: str | None, denominator: tuple[str, ...]) -> None:
+           reference: str | None, denominator: tuple[str, ...], accounting: Any) -> None:
     """Draw the figures (PNG and SVG) and an HTML page with the pipeline and family tables.
 
     Figures: missed % by family per protocol; the per-problem sorted miss curve; the budget
@@ -48,14 +50,14 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
 
         chosen = obj.protocols(adapters or ("kernelbench", "kbv", "fuzz"), store)
         witnesses = obj.protocols(denominator, store)
-        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, witnesses, sample, reference)}")
+        click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, witnesses, sample, reference, accounting)}")
         return
     if out is None:
         raise click.UsageError("give --out DIR for the figures, or --tables for the Markdown tables")
     from kbm_toolkit.report.figures import write_report
 
     page = write_report(store, obj.protocols(adapters, store), Path(out), sample=sample,
-                        denominator=obj.protocols(denominator, store) if denominator else None)
+                        denominator=obj.protocols(denominator, store), accounting=accounting)
     click.echo(f"{provenance(store)}\nwrote {page}")
 
 
@@ -74,15 +76,20 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
 @click.option("--no-control", is_flag=True, help="kernelbench: leave out the correct substrate (sample 0).")
 @out_option("stryker: write here instead of standard output (a file); kernelbench: the folder to write (made if "
             "missing).", folder=None)
+@protocol_option("--denominator", "denominator", multiple=True,
+                 help="stryker: protocols whose detections define the witnessed mutants (default: every installed one)")
+@accounting_option()
 @click.pass_obj
 def export(obj: Context, problems: tuple[str, ...], fmt: str, adapter: str, mutants: tuple[str, ...],
-           per_problem: int | None, level: str | None, no_control: bool, out: str | None) -> None:
+           per_problem: int | None, level: str | None, no_control: bool, out: str | None,
+           denominator: tuple[str, ...], accounting: Any) -> None:
     """Export the store in a standard format: a report for the mutation-testing HTML viewer, or
     mutants as KernelBench submissions.
 
-    stryker: Killed: the protocol detects the mutant; Survived: witnessed but missed;
-    CompileError; RuntimeError: quarantined on the probe; Ignored: equivalent, duplicate or
-    unwitnessed.
+    stryker: Killed: witnessed and detected; Survived: witnessed but missed; CompileError;
+    RuntimeError: quarantined on the probe; Ignored: equivalent, duplicate, unwitnessed, or of a
+    problem the protocol cannot referee. The viewer's score is then kbm audit's detection; the
+    report's config names the denominator.
 
     kernelbench: each mutant as a file defining ModelNew (the problem's Model for its weights,
     the mutant's kernel through kbm's launcher), named level_{L}_problem_{id}_sample_{s}_kernel.py,
@@ -101,7 +108,8 @@ def export(obj: Context, problems: tuple[str, ...], fmt: str, adapter: str, muta
     from kbm_toolkit.report.stryker import export as write_export
 
     store = obj.read_store()
-    done = write_export(store, obj.protocol(adapter, store), obj.protocols((), store), Path(out) if out else None)
+    done = write_export(store, obj.protocol(adapter, store), obj.protocols(denominator, store),
+                        Path(out) if out else None, accounting)
     if out:
         click.echo(f"wrote {out}: {done.mutants} mutants in {done.files} files")
     else:
@@ -137,8 +145,12 @@ def _export_corpus(obj: Context, problems: tuple[str, ...], mutants: tuple[str, 
 @command()
 @click.argument("store_path", required=False, type=click.Path(dir_okay=False))
 @protocol_option("--adapter", "-a", "adapters", multiple=True, help="Protocols to show (default: every installed one)")
+@protocol_option("--denominator", "denominator", multiple=True,
+                 help="Protocols whose detections define the witnessed mutants (default: every installed one)")
+@accounting_option()
 @click.pass_obj
-def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None:
+def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...], denominator: tuple[str, ...],
+        accounting: Any) -> None:
     """Browse a store in the terminal: overview, miss patterns, problems, mutant details, submissions.
 
     Keys: o overview, p patterns, r problems, s submissions (kbm verify's), enter to open, escape
@@ -157,7 +169,7 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...]) -> None
         sys.exit(ExitCode.USAGE)
     from kbm_toolkit.tui.app import KbmApp
 
-    KbmApp(store.path, protocols).run()
+    KbmApp(store.path, protocols, accounting, obj.protocols(denominator, store)).run()
 
 
 @command("adapters")

@@ -17,6 +17,18 @@ PERCENT = click.FloatRange(0.0, 100.0)
 SHARE = click.FloatRange(0.0, 1.0, min_open=True)
 
 
+def accounting_option() -> Callable:
+    """`--accounting`: at which tolerance the denominator's inputs witness mutants for a score."""
+    from kbm_toolkit.vocabulary import Accounting
+
+    return click.option("--accounting", type=click.Choice(Accounting.values()), default=Accounting.TOLERANCE.value,
+                        show_default=True, callback=lambda _ctx, _param, value: Accounting(value),
+                        help="tolerance: a mutant is witnessed for a protocol's score when a valid input kills it "
+                             "at that protocol's tolerance (the paper's accounting); union: when any denominator "
+                             "protocol's input kills it at that protocol's own (a 1e-4 witness counts against "
+                             "a 1e-2 check).")
+
+
 def protocol_option(*names: str, help: str, **kw: Any) -> Callable:
     """An option naming a protocol (`--adapter/-a`, `--vs`, `--baseline`, `--survivors-of`, `--denominator`)."""
     return click.option(*names, metavar="PROTOCOL", help=f"{help} ({PROTOCOL_WORDS}).", **kw)

@@ -19,6 +19,7 @@ from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+from kbm_toolkit.vocabulary import Accounting
 
 
 @dataclass
@@ -182,13 +183,15 @@ def fill_missing(store: Any, problem_set: ProblemSet, protocol: Protocol, keys: 
 def audit_filling(store: Any, problem_set: ProblemSet, protocol: Protocol, denominator: list[Protocol],
                   tolerance: float | None = None, vs: Protocol | None = None, sample: float | None = None,
                   fill: bool = True, on_start: Callable[[str], None] | None = None,
-                  judging: Judging | None = None, level: str | None = None) -> dict[str, Any]:
+                  judging: Judging | None = None, level: str | None = None,
+                  accounting: Accounting = Accounting.TOLERANCE) -> dict[str, Any]:
     """`kbm audit`: the audit from the store (of `level`'s problems alone, with one); with `fill`, a
     writable store and a GPU here, the cells it lacks are evaluated first and the audit made again."""
-    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging, level=level)
+    report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging, level=level,
+                         accounting=accounting)
     missing = sorted(set(report["missing"]["checks"]) | set(report["missing"]["cells"]))
     if missing and fill and not store.readonly:
         if fill_missing(store, problem_set, protocol, missing, on_start):
             report = audit_store(store, protocol, denominator, tolerance, vs, sample=sample, judging=judging,
-                                 level=level)
+                                 level=level, accounting=accounting)
     return report

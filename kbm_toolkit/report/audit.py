@@ -102,17 +102,18 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
     else:
         lo, hi = report["band90_pct"]
         incomplete = incomplete_words(report)
-        console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {n:,} witnessed mutants "
-                      f"(90% band {_pct(lo)}–{_pct(hi)} over problems); misses {report['missed']:,}"
-                      + (f" [yellow]({incomplete})[/yellow]" if incomplete else "")
-                      + f". Denominator: mutants detected by any of {', '.join(report['denominator'])}.")
+        console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {report['denominator_words']}; "
+                      f"misses {report['missed']:,} (90% band of detection {_pct(lo)}–{_pct(hi)} over problems)"
+                      + (f" [yellow]({incomplete})[/yellow]" if incomplete else "") + ".")
     if "vs" in report:
         vs = report["vs"]
-        console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])}): {vs['gain_points']:+.1f} points = "
+        # vs's detection is over this audit's denominator, not vs's own: `kbm audit -a VS` may differ
+        console.print(f"vs {vs['protocol']} ({_pct(vs['detection_pct'])} of the same {n:,}): "
+                      f"{vs['gain_points']:+.1f} points = "
                       f"{vs['inputs_points']:+.1f} from inputs "
                       + ("" if vs.get("reference_points") is None else f"{vs['reference_points']:+.1f} from reference ")
                       + f"{vs['tolerance_points']:+.1f} from tolerance; "
-                      f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} witnessed mutants {vs['protocol']} misses"
+                      f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} of them {vs['protocol']} misses"
                       + (f" ({_pct(vs['survivors_killed_pct'])})" if vs["survivors"] else ""))
     if report["families"]:
         table = Table(title="By family", title_justify="left")

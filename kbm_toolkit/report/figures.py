@@ -12,13 +12,13 @@ from typing import Any
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.report.audit import incomplete_words, missing_words
+from kbm_toolkit.report.audit import incomplete_words, missing_words, provenance
 from kbm_toolkit.report.tables import html as table_html
 from kbm_toolkit.report.tables import official_of, submissions_table, table1, table2
-from kbm_toolkit.vocabulary import FAMILIES
+from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
-from kbm_toolkit.analysis.score import audit_store, run_protocol, witnessed
+from kbm_toolkit.analysis.score import audit_store, scored
 from kbm_toolkit.analysis.suite import budget_curve
 
 STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
@@ -54,15 +54,17 @@ def pipeline_table(store: Any) -> list[tuple[str, Counter]]:
 
 
 def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolerance: float = 1e-2,
-                 sample: float | None = None, denominator: list[Protocol] | None = None) -> Path:
+                 sample: float | None = None, denominator: list[Protocol] | None = None,
+                 accounting: Accounting = Accounting.TOLERANCE) -> Path:
     """Draw every figure into `out` and write `out/index.html`, scoring at most a `sample` share
     of each problem's mutants over the mutants `denominator`'s protocols witness (None: `protocols`'
-    own); return the page's path."""
+    own) as `accounting` counts them; return the page's path."""
     plt = _pyplot()
     out = output_folder(out)
     matrices = load_matrices(store, sample=sample)
     denominator = denominator or protocols
-    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample)  # as `kbm audit` does
+    audits = {p.name: audit_store(store, p, denominator, matrices=matrices, sample=sample,  # as `kbm audit` does
+                                  accounting=accounting)
               for p in protocols}
     figures: list[tuple[str, list[str]]] = []
 
@@ -79,11 +81,12 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(8, 4))
-    results = [run_protocol(p, matrices) for p in protocols]  # once, for every curve
-    wit = witnessed(results)
-    for r in results:
-        rates = sorted((100.0 * len(w - r.detected.get(k, set())) / len(w) for k, w in wit.items() if w), reverse=True)
-        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=_label(audits[r.protocol]))
+    for p in protocols:  # each over its own audit's denominator, its unrefereeable problems left out
+        kept = [mx for mx in matrices if mx.problem.key not in audits[p.name]["excluded"]]
+        mine, _, wit = scored(p, kept, denominator, accounting=accounting)
+        rates = sorted((100.0 * len(w - mine.detected.get(k, set())) / len(w) for k, w in wit.items() if w),
+                       reverse=True)
+        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=_label(audits[p.name]))
     ax.set_xlabel("problems, sorted")
     ax.set_ylabel("missed (%)")
     ax.legend()
@@ -124,7 +127,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
         official = official_of(protocols)  # the paper's Fig. 7 is the official check's, as Table 1 here
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
         figures.append(("Whole networks: survival against launch count, and by depth",
-                        _depth_figure(plt, depth(official, refereed, denominator), out)))
+                        _depth_figure(plt, depth(official, refereed, denominator, accounting), out)))
 
     page = out / "index.html"
     page.write_text(_html(store, audits, figures, protocols))
@@ -169,7 +172,7 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
              "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}td:first-child{text-align:left}</style>",
              "<h1>kbm report</h1>"]
     first = next(iter(audits.values()), {})
-    parts.append(f"<p>{e(first.get('provenance', ''))}</p>")
+    parts.append(f"<p>{e(provenance(store))}</p>")
     for name, a in audits.items():  # beside every figure and table that shows it, it reads "(incomplete)"
         if incomplete_words(a):
             parts.append(f"<p class='incomplete'><b>{e(name)} (incomplete)</b>: "
@@ -179,14 +182,15 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
     parts.append("<h2>Mutants by family and screening stage</h2><table><tr><th>family</th><th>generated</th>"
                  + "".join(f"<th>{e(s.replace('_', ' '))}</th>" for s in STAGES) + "</tr>")
     for family, counts in pipeline_table(store):
-        parts.append(f"<tr><td>{e(family)}</td><td>{sum(counts.values())}</td>"
-                     + "".join(f"<td>{counts.get(s, 0)}</td>" for s in STAGES) + "</tr>")
+        parts.append(f"<tr><td>{e(family)}</td><td>{sum(counts.values()):,}</td>"
+                     + "".join(f"<td>{counts.get(s, 0):,}</td>" for s in STAGES) + "</tr>")
     parts.append("</table>")
     official = audits[official_of(protocols).name] if protocols else first
     parts.append(f"<h2>Table 1: the mutation pipeline and {e(official.get('protocol', ''))}</h2>"
                  + table_html(table1(store, official)))
     parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"
-                 + table_html(table2(audits)))
+                 + table_html(table2(audits)) + "<p>Denominators, as <code>kbm audit</code> counts them:</p><ul>"
+                 + "".join(f"<li>{e(name)}: {e(a['denominator_words'])}</li>" for name, a in audits.items()) + "</ul>")
     if store.submission_count():
         parts.append(f"<h2>Submissions: the {store.submission_count():,} that kbm verify judged, by each protocol's "
                      "verdict</h2>" + table_html(submissions_table(store, protocols)))

@@ -10,13 +10,13 @@ from typing import Any
 
 from kbm_toolkit import __version__
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
-from kbm_toolkit.analysis.score import run_protocol, witnessed
+from kbm_toolkit.analysis.score import denominator_words, scored, unrefereeable
 from kbm_toolkit.outputs import output_file
 from kbm_toolkit.problems.pack import locate_substrate
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.problems.substrate import FILES, Substrate, has_substrate, substrate_for
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.vocabulary import MutantStatus
+from kbm_toolkit.vocabulary import Accounting, MutantStatus
 
 SCREENING_STATUS = {MutantStatus.COMPILE_ERROR: "CompileError", MutantStatus.QUARANTINED: "RuntimeError",
                     MutantStatus.EQUIVALENT: "Ignored", MutantStatus.DUPLICATE: "Ignored"}
@@ -30,16 +30,21 @@ def _end(text: str, line: int, col: int) -> dict[str, int]:
     return {"line": line + len(lines) - 1, "column": len(lines[-1]) + 1}
 
 
-def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) -> dict[str, Any]:
-    """The report for `protocol`: Killed (it detects), Survived (witnessed, missed), Ignored
-    (equivalent, duplicate, or unwitnessed), CompileError, RuntimeError (quarantined on the
-    probe), Pending (not evaluated yet). Problems come from the store and substrates from kbm (a
-    pack's from its pack), so no KernelBench checkout is needed; mutants of a substrate that has
-    changed since, or that kbm does not ship, are left out."""
-    matrices = {mx.problem.key: mx for mx in load_matrices(store)}
-    mx_list = list(matrices.values())
-    wit = witnessed([run_protocol(p, mx_list) for p in denominator])
-    mine = run_protocol(protocol, mx_list)
+def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol],
+                   accounting: Accounting = Accounting.TOLERANCE) -> dict[str, Any]:
+    """The report for `protocol`: Killed (witnessed and detected), Survived (witnessed, missed),
+    Ignored (equivalent, duplicate, unwitnessed, or of a problem the protocol cannot referee),
+    CompileError, RuntimeError (quarantined on the probe), Pending (not evaluated yet): so the
+    viewer's score, killed / (killed + survived), is `kbm audit`'s detection. Problems come from
+    the store and substrates from kbm (a pack's from its pack), so no KernelBench checkout is
+    needed; mutants of a substrate that has changed since, or that kbm does not ship, are left out."""
+    mx_list = load_matrices(store)  # every cell: a mutant with none loaded would read as not evaluated
+    matrices = {mx.problem.key: mx for mx in mx_list}
+    excluded = unrefereeable(protocol, mx_list, store.reference_checks())
+    mine, _, wit = scored(protocol, [mx for mx in mx_list if mx.problem.key not in excluded], denominator,
+                          accounting=accounting)
+    n = sum(len(w) for w in wit.values())
+    names = sorted({p.name for p in [*denominator, protocol]})
     rules = store.rules()
     files: dict[str, Any] = {}
     problems = store.problem_rows()
@@ -55,7 +60,8 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) 
             target = row["target"]
             entry = files.setdefault(f"{key}/{FILES[target]}", {
                 "language": "cpp" if target == "kernel" else "python", "source": texts[target], "mutants": []})
-            status, reason, killers = _status(row, mx, protocol, wit.get(key, set()), mine.detected.get(key, set()))
+            status, reason, killers = _status(row, mx, protocol, wit.get(key, set()), mine.detected.get(key, set()),
+                                              excluded.get(key))
             mutant = {"id": row["id"], "mutatorName": row["rule"], "replacement": row["replacement"],
                       "description": rules.get(row["rule"], {}).get("description", row["rule"]),
                       "location": {"start": {"line": row["line"], "column": row["col"]},
@@ -68,24 +74,31 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol]) 
             entry["mutants"].append(mutant)
     return {"schemaVersion": "2", "thresholds": {"high": 80, "low": 60}, "files": files,
             "framework": {"name": "kbm", "version": __version__},
-            "config": {"protocol": protocol.name, "tolerance": protocol.tolerance}}
+            "config": {"protocol": protocol.name, "tolerance": protocol.tolerance, "accounting": str(accounting),
+                       "denominator": denominator_words(names, n, protocol.judge.atol, accounting),
+                       "unrefereeable": dict(sorted(excluded.items()))}}
 
 
 def _status(row: dict[str, Any], mx: Matrix | None, protocol: Protocol, witnessed_here: set[str],
-            detected: set[str]) -> tuple[str, str, list[str]]:
+            detected: set[str], unrefereeable_why: str | None = None) -> tuple[str, str, list[str]]:
     if row["status"] in SCREENING_STATUS:
         reason = {"duplicate": f"duplicate of {row['duplicate_of']}", "equivalent": "same cubin as the original",
                   "quarantined": "crashed or hung on the probe input", "compile_error": row["message"] or ""}
         return SCREENING_STATUS[row["status"]], reason[row["status"]], []
     if mx is None or not any(m == row["id"] for m, _ in mx.cells):
         return "Pending", "not evaluated yet (kbm run)", []
-    if row["id"] in detected:
+    if unrefereeable_why:
+        return "Ignored", f"{protocol.name} cannot referee this problem: {unrefereeable_why}", []
+    if row["id"] in detected and row["id"] in witnessed_here:
         killers = [s.label for s in protocol.specs(mx.problem)
                    if (row["id"], s.id) in mx.cells and killed(mx.cells[(row["id"], s.id)], protocol.tolerance)
                    and valid_at(mx.checks.get(s.id), protocol.tolerance)]
         return "Killed", "", killers
     if row["id"] in witnessed_here:
         return "Survived", f"witnessed by another protocol, missed by {protocol.name}", []
+    if row["id"] in detected:  # against the benchmark's own reference only: not a fault strict fp32 shows
+        return "Ignored", f"unwitnessed: {protocol.name} rejects it against its own reference, no valid input " \
+                          "kills it against strict fp32", []
     return "Ignored", "unwitnessed: no valid input kills it", []
 
 
@@ -100,9 +113,10 @@ class Export:
     """Mutants of a substrate that has changed since, or that kbm does not ship: their diffs would not apply."""
 
 
-def export(store: Any, protocol: Protocol, denominator: list[Protocol], out: Path | None = None) -> Export:
+def export(store: Any, protocol: Protocol, denominator: list[Protocol], out: Path | None = None,
+           accounting: Accounting = Accounting.TOLERANCE) -> Export:
     """`kbm export`: the Stryker report as JSON, written to `out` when given."""
-    report = stryker_report(store, protocol, denominator)
+    report = stryker_report(store, protocol, denominator, accounting)
     text = json.dumps(report, indent=1)
     exported = sum(len(f["mutants"]) for f in report["files"].values())
     if out is not None:

@@ -9,7 +9,7 @@ from kbm_toolkit.analysis.suite import SuiteCurve
 
 def print_curve(curve: SuiteCurve, tolerance: float, baseline: str, splits: int) -> None:
     """Detection per budget, on the full pool and held out, against the baseline protocol."""
-    click.echo(f"Witnessed at {tolerance:g}: {curve.witnessed} mutants over {len(curve.suites[curve.budgets[0]])} problems.")
+    click.echo(f"Denominator: {curve.denominator_words(tolerance, baseline)}.")
     click.echo("budget       " + "  ".join(f"B = {b:<4}" for b in curve.budgets) + f"  {baseline}")
     click.echo("full pool    " + "  ".join(f"{x:7.1f}%" for x in curve.full) + f"  {curve.baseline_full:.1f}%")
     click.echo("held-out     " + "  ".join(f"{x:7.1f}%" for x in curve.held_out) + f"  {curve.baseline_held_out:.1f}%")

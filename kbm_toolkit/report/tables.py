@@ -4,6 +4,7 @@ computed from the store: Markdown for `kbm report --tables`, HTML for `kbm repor
 from __future__ import annotations
 
 import html as escape
+import re
 from typing import Any
 
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, Survival, depth
@@ -12,7 +13,7 @@ from kbm_toolkit.analysis.score import audit_store
 from kbm_toolkit.analysis.submissions import NOT_CHECKED, submission_verdicts, verdict_counts
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import sample_words
-from kbm_toolkit.vocabulary import FAMILIES, Verdict
+from kbm_toolkit.vocabulary import FAMILIES, Accounting, Verdict
 
 OFFICIAL = "kernelbench"
 """The protocol Table 1, Table 5 and the depth figure are for when it is among those reported."""
@@ -57,7 +58,8 @@ def _table1_column(store: Any, official: dict[str, Any], level: str | None = Non
     if official.get("excluded"):
         rows.append(("problems left out as unrefereeable (`kbm refcheck`)", f"{len(official['excluded'])}"))
     n, d = official["witnessed"], official["detected"]
-    rows += [("of which witnessed", f"{n:,}"), (f"witnessed, killed by {official['protocol']}", f"{d:,}"),
+    rows += [(f"of which {official['witnessed_as']}", f"{n:,}"),
+             (f"witnessed, killed by {official['protocol']}", f"{d:,}"),
              (f"witnessed, missed by {official['protocol']}", f"{n - d:,}")]
     if n:
         lo, hi = official["band90_pct"]
@@ -85,19 +87,26 @@ def _pct(value: float | None) -> str:
 
 
 def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """Table 2 (header, rows): per family, rules with a witness, witnessed mutants (the first
-    protocol's denominator), and each protocol's missed %."""
+    """Table 2 (header, rows): per family, the rules with a witness for the first protocol, and
+    each protocol's missed % of its own denominator (`kbm audit`'s), with that denominator's size."""
     first = next(iter(audits.values()))
-    families = [f for f in FAMILIES if f in first["families"]]
-    rows = []
-    for f in families:
-        fam = first["families"][f]
-        rows.append((f, str(fam["rules"]), f"{fam['witnessed']:,}",
-                     *(f"{a['families'][f]['missed_pct']:.1f}%" if f in a["families"] else "–" for a in audits.values())))
-    rows.append(("all", str(sum(first["families"][f]["rules"] for f in families)), f"{first['witnessed']:,}",
-                 *(f"{100 - a['detection_pct']:.1f}%" if a.get("detection_pct") is not None else "–"
-                   for a in audits.values())))
-    return ("family", "rules", "witnessed", *(f"{name} missed" for name in audits)), rows
+    families = [f for f in FAMILIES if any(f in a["families"] for a in audits.values())]
+
+    def cell(a: dict[str, Any], f: str) -> str:
+        fam = a["families"].get(f)
+        return f"{fam['missed_pct']:.1f}% of {fam['witnessed']:,}" if fam else "–"
+
+    rows = [(f, str(first["families"].get(f, {}).get("rules", 0)), *(cell(a, f) for a in audits.values()))
+            for f in families]
+    rows.append(("all", str(sum(fam["rules"] for fam in first["families"].values())),
+                 *(f"{100 - a['detection_pct']:.1f}% of {a['witnessed']:,}" if a.get("detection_pct") is not None
+                   else "–" for a in audits.values())))
+    return ("family", f"rules (witnessed, {first['protocol']})", *(f"{name} missed" for name in audits)), rows
+
+
+def denominators_markdown(audits: dict[str, dict[str, Any]]) -> str:
+    """One line per protocol: the denominator its figures are over."""
+    return "\n".join(f"- {name}: {a['denominator_words']}" for name, a in audits.items())
 
 
 def submissions_table(store: Any, protocols: list[Protocol]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -118,13 +127,19 @@ def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
 def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
     """A table as HTML."""
     header, rows = table
-    cells = ["<tr>" + "".join(f"<th>{escape.escape(h)}</th>" for h in header) + "</tr>"]
-    cells += ["<tr>" + "".join(f"<td>{escape.escape(v)}</td>" for v in r) + "</tr>" for r in rows]
+    cells = ["<tr>" + "".join(f"<th>{_html_text(h)}</th>" for h in header) + "</tr>"]
+    cells += ["<tr>" + "".join(f"<td>{_html_text(v)}</td>" for v in r) + "</tr>" for r in rows]
     return "<table>" + "".join(cells) + "</table>"
 
 
+def _html_text(text: str) -> str:
+    """A cell's Markdown text as HTML: escaped, with `code` spans marked up."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", escape.escape(text))
+
+
 def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protocol],
-                    sample: float | None = None, reference: str | None = None) -> str:
+                    sample: float | None = None, reference: str | None = None,
+                    accounting: Accounting = Accounting.TOLERANCE) -> str:
     """`kbm report --tables`: Table 1 (for `official_of(chosen)`) and Table 2, in Markdown;
     with `reference`, every protocol judged against it instead of its own."""
     # one load for every audit: cells passing under every tolerance used cannot matter
@@ -132,7 +147,7 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
 
     def audited(p: Protocol, part: list[Any]) -> dict[str, Any]:
         return audit_store(store, p, denominator, matrices=part, sample=sample,
-                           judging=p.judge.with_reference(reference) if reference else None)
+                           judging=p.judge.with_reference(reference) if reference else None, accounting=accounting)
 
     audits = {p.name: audited(p, matrices) for p in chosen}
     official = official_of(chosen)
@@ -144,11 +159,13 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
                    ("level 3", ARCHITECTURE_LEVEL, False, audited(official, networks))]
     text = (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[official.name], columns))}\n\n"
             f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
-            f"{markdown(table2(audits))}")
+            f"{markdown(table2(audits))}\n\nDenominators (as `kbm audit` counts them):\n\n"
+            f"{denominators_markdown(audits)}")
     if networks:
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
-        text += (f"\n\nTable 5: whole networks against single operators, {official.name}\n\n"
-                 f"{markdown(table5(depth(official, refereed, denominator)))}")
+        text += (f"\n\nTable 5: whole networks against single operators, {official.name}, over the mutants "
+                 f"{audits[official.name]['witnessed_as']}\n\n"
+                 f"{markdown(table5(depth(official, refereed, denominator, accounting)))}")
     if store.submission_count():
         text += (f"\n\nSubmissions: the {store.submission_count():,} that `kbm verify` judged, by each protocol's "
                  f"verdict\n\n{markdown(submissions_table(store, chosen))}")

@@ -23,6 +23,7 @@ from kbm_toolkit.analysis.submissions import SubmissionVerdicts, submission_verd
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import missing_words, sample_words
 from kbm_toolkit.store import Store
+from kbm_toolkit.vocabulary import Accounting
 
 
 def _incomplete(data: Overview, protocol: str) -> str:
@@ -31,11 +32,11 @@ def _incomplete(data: Overview, protocol: str) -> str:
     return f"incomplete: {missing_words(missing['checks'], missing['cells'])}" if missing else ""
 
 
-def _pct(x: float | None) -> Text:
+def _pct(x: float | None, of: int | None = None) -> Text:
     if x is None:
         return Text("-")
     style = "green" if x < 5 else "yellow" if x < 20 else "red"
-    return Text(f"{x:5.1f}%", style=style, justify="right")
+    return Text(f"{x:5.1f}%" + (f" of {of:,}" if of is not None else ""), style=style, justify="right")
 
 
 class DataScreen(Screen):
@@ -69,7 +70,10 @@ class OverviewScreen(DataScreen):
     def populate(self, data: Overview) -> None:
         counts = self.app.store_view().status_counts()
         self.query_one("#summary", Static).update(
-            f"{data.total:,} witnessed mutants over {len(data.witnessed)} problems; "
+            "; ".join(data.score_words(p.name) + (f" ({_incomplete(data, p.name)})" if p.name in data.missing else "")
+                      for p in data.protocols) + ". "
+            + "".join(f"{p} leaves out {len(why)} problems it cannot referee (kbm refcheck). "
+                      for p, why in data.excluded.items())
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
             + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items())
             + (f". Mutants: {sample_words(data.sample)} ({data.sample['mutants']:,} of "
@@ -78,9 +82,10 @@ class OverviewScreen(DataScreen):
                       for p in data.missing))
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        table.add_columns("family", "witnessed", *[f"{p.name} missed" + (" (incomplete)" if p.name in data.missing
-                                                                         else "") for p in data.protocols])
-        table.add_rows([(f, f"{n:,}", *map(_pct, missed)) for f, n, missed in data.family_table()])
+        # each protocol over its own denominator, as kbm audit scores it: the sizes differ by tolerance
+        table.add_columns("family", *[f"{p.name} missed of witnessed" + (" (incomplete)" if p.name in data.missing
+                                                                          else "") for p in data.protocols])
+        table.add_rows([(f, *(_pct(pct, n) for n, pct in cells)) for f, cells in data.family_table()])
 
 
 class PatternsScreen(DataScreen):
@@ -89,13 +94,15 @@ class PatternsScreen(DataScreen):
     def populate(self, data: Overview) -> None:
         self.patterns = data.patterns()
         self.query_one("#summary", Static).update(
-            "Each row: which protocols miss a mutant (● missed, · detected); enter lists the mutants.")
+            f"Each row: which protocols miss a mutant (● missed, · detected, – not witnessed at its tolerance), over "
+            f"the {data.total:,} mutants some protocol's score is over; enter lists the mutants.")
         table = self.query_one(DataTable)
         table.clear(columns=True)
         table.add_columns(*[p.name for p in data.protocols], "mutants", "")
         largest = max((len(ids) for _, ids in self.patterns), default=1)
         for k, (pattern, ids) in enumerate(self.patterns):
-            marks = [Text("●", style="red") if missed else Text("·") for missed in pattern]
+            marks = [Text("–", style="dim") if missed is None else Text("●", style="red") if missed else Text("·")
+                     for missed in pattern]
             table.add_row(*marks, f"{len(ids):,}", "█" * max(1, round(30 * len(ids) / largest)), key=str(k))
 
     @on(DataTable.RowSelected)
@@ -122,7 +129,7 @@ class ProblemsScreen(DataScreen):
         protocol = data.protocols[self.protocol_index % len(data.protocols)].name
         rows = [r for r in data.problems(protocol, self.level, self.family) if self.text in r[0]]
         self.query_one("#summary", Static).update(
-            f"{protocol}: {len(rows)} problems, highest miss rate first"
+            f"{data.score_words(protocol)}: {len(rows)} problems, highest miss rate first"
             + (f" ({_incomplete(data, protocol)})" if protocol in data.missing else "")
             + "".join(f"; {k} {v}" for k, v in (("level", self.level), ("family", self.family)) if v))
         table = self.query_one(DataTable)
@@ -307,10 +314,13 @@ class KbmApp(App):
                 Binding("s", "switch_mode('submissions')", "Submissions"),
                 Binding("q", "quit", "Quit")]
 
-    def __init__(self, store_path: Path, protocols: list[Protocol]) -> None:
+    def __init__(self, store_path: Path, protocols: list[Protocol], accounting: Accounting = Accounting.TOLERANCE,
+                 denominator: list[Protocol] | None = None) -> None:
         super().__init__()
         self.store_path = store_path
         self.protocols = protocols
+        self.accounting = accounting
+        self.denominator = denominator
         self.data: Overview | None = None
         self.sub_title = store_path.name
 
@@ -323,7 +333,7 @@ class KbmApp(App):
 
     @work(thread=True, exclusive=True, group="load")
     def load(self) -> None:
-        data = overview(self.store_view(), self.protocols)
+        data = overview(self.store_view(), self.protocols, self.accounting, self.denominator)
         self.call_from_thread(self.loaded, data)
 
     def loaded(self, data: Overview) -> None:
