@@ -113,7 +113,7 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
                       f"{vs['inputs_points']:+.1f} from inputs "
                       + ("" if vs.get("reference_points") is None else f"{vs['reference_points']:+.1f} from reference ")
                       + f"{vs['tolerance_points']:+.1f} from tolerance; "
-                      f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} of them {vs['protocol']} misses"
+                      f"kills {vs['survivors_killed']:,} of the {vs['survivors']:,} of these {vs['protocol']} misses"
                       + (f" ({_pct(vs['survivors_killed_pct'])})" if vs["survivors"] else ""))
     if report["families"]:
         table = Table(title="By family", title_justify="left")

@@ -18,7 +18,7 @@ from kbm_toolkit.report.tables import official_of, submissions_table, table1, ta
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
-from kbm_toolkit.analysis.score import audit_store, scored
+from kbm_toolkit.analysis.score import audit_store, run_protocol, scored
 from kbm_toolkit.analysis.suite import budget_curve
 
 STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
@@ -67,8 +67,11 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
                                   accounting=accounting)
               for p in protocols}
     figures: list[tuple[str, list[str]]] = []
+    caption = _caption(store, accounting)
+    official = official_of(protocols)
 
     fig, ax = plt.subplots(figsize=(8, 4))
+    fig.suptitle(caption, fontsize=8)
     families = [f for f in FAMILIES if any(f in a["families"] for a in audits.values())]
     width = 0.8 / max(len(audits), 1)
     for k, (name, a) in enumerate(audits.items()):
@@ -81,12 +84,16 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(8, 4))
+    fig.suptitle(caption, fontsize=8)
     for p in protocols:  # each over its own audit's denominator, its unrefereeable problems left out
         kept = [mx for mx in matrices if mx.problem.key not in audits[p.name]["excluded"]]
         mine, _, wit = scored(p, kept, denominator, accounting=accounting)
-        rates = sorted((100.0 * len(w - mine.detected.get(k, set())) / len(w) for k, w in wit.items() if w),
-                       reverse=True)
-        ax.plot(range(1, len(rates) + 1), rates, marker=".", label=_label(audits[p.name]))
+        ranked = sorted(((100.0 * len(w - mine.detected.get(k, set())) / len(w), k) for k, w in wit.items() if w),
+                        reverse=True)
+        ax.plot(range(1, len(ranked) + 1), [r for r, _ in ranked], marker=".", label=_label(audits[p.name]))
+        if p.name == official.name:  # the worst problems by name, as `kbm audit` lists them
+            for x, (rate, key) in enumerate(ranked[:5], start=1):
+                ax.annotate(_short(key), (x, rate), fontsize=7, xytext=(4, -2), textcoords="offset points")
     ax.set_xlabel("problems, sorted")
     ax.set_ylabel("missed (%)")
     ax.legend()
@@ -95,10 +102,14 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
 
     # set cover needs full rows: the mutants evaluated without --first-kill
     full_rows = matrices if not store.full_rows() else load_matrices(store, full_rows=True, sample=sample)
-    curve = budget_curve(full_rows, budget_tolerance, [1, 2, 3, 4, 5])
+    curve = budget_curve(full_rows, budget_tolerance, [1, 2, 3, 4, 5],
+                         run_protocol(official, full_rows, budget_tolerance).detected)
     fig, ax = plt.subplots(figsize=(6, 4))
+    fig.suptitle(caption, fontsize=8)
     ax.plot(curve.budgets, curve.full, marker="o", label="full pool")
     ax.plot(curve.budgets, curve.held_out, marker="o", linestyle="--", label="held-out")
+    ax.axhline(curve.baseline_full, color="gray", linestyle=":", label=f"{official.name}'s own inputs")
+    ax.set_xticks(curve.budgets)  # whole inputs: no half-integer ticks
     ax.set_xlabel("inputs per problem (budget)")
     ax.set_ylabel(f"detection at {budget_tolerance:g} (%)")
     ax.legend()
@@ -106,6 +117,7 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(8, 4))
+    fig.suptitle(caption, fontsize=8)
     mags = []
     for mx in matrices:
         values = [c["ref_abs_max"] for c in mx.checks.values() if c.get("ref_abs_max") is not None]
@@ -113,9 +125,12 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
             mags.append((mx.problem.key, median(values)))
     mags.sort(key=lambda kv: kv[1])
     ax.scatter(range(len(mags)), [m for _, m in mags], s=12, label="median max |reference output|")
-    for p in protocols:
-        ax.axhline(p.tolerance, linestyle=":", linewidth=1)
-        ax.text(0, p.tolerance, f" {p.name} tolerance {p.tolerance:g}", va="bottom", fontsize=8)
+    at: dict[float, list[str]] = {}
+    for p in protocols:  # one line a tolerance: protocols sharing one would print over each other
+        at.setdefault(p.tolerance, []).append(p.name)
+    for tolerance, names in at.items():
+        ax.axhline(tolerance, linestyle=":", linewidth=1)
+        ax.text(0, tolerance, f" {', '.join(names)}: tolerance {tolerance:g}", va="bottom", fontsize=8)
     ax.set_yscale("log")
     ax.set_xlabel("problems, sorted by output magnitude")
     ax.set_ylabel("max |reference output|")
@@ -124,20 +139,36 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     plt.close(fig)
 
     if any(mx.problem.level == ARCHITECTURE_LEVEL for mx in matrices):
-        official = official_of(protocols)  # the paper's Fig. 7 is the official check's, as Table 1 here
+        # the paper's Fig. 7 is the official check's, as Table 1 here
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
         figures.append(("Whole networks: survival against launch count, and by depth",
-                        _depth_figure(plt, depth(official, refereed, denominator, accounting), out)))
+                        _depth_figure(plt, depth(official, refereed, denominator, accounting), out, caption)))
 
     page = out / "index.html"
     page.write_text(_html(store, audits, figures, protocols))
     return page
 
 
-def _depth_figure(plt: Any, found: Depth, out: Path) -> list[str]:
+def _caption(store: Any, accounting: Accounting) -> str:
+    """Every figure's subtitle: the store, the dates of its cells and the accounting."""
+    rows = store.cell_provenance()
+    dates = sorted({r[k][:10] for r in rows for k in ("first", "last")})
+    when = f"cells {dates[0]} to {dates[-1]}" if len(dates) > 1 else f"cells {dates[0]}" if dates else "no cells"
+    words = "the paper's accounting" if accounting == Accounting.TOLERANCE else "the union accounting"
+    return f"{Path(store.path).name if store.path else 'in-memory store'}; {when}; witnesses in {words}"
+
+
+def _short(key: str) -> str:
+    """`level2/49_ConvTranspose3d_Softmax_Sigmoid` as a figure labels it: `level2/49`."""
+    level, _, name = key.partition("/")
+    return f"{level}/{name.partition('_')[0]}"
+
+
+def _depth_figure(plt: Any, found: Depth, out: Path, caption: str = "") -> list[str]:
     """The paper's Fig. 7: each network's survival against its launch count, and survival by
     quartile of depth over every network's placed mutants."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    fig.suptitle(caption, fontsize=8)
     nets = [n for n in found.networks if n.launches and n.survival.distinct]
     left.scatter([n.launches for n in nets], [n.survival.survival_pct for n in nets], s=16)
     for n in nets:  # the problem's number: level3/11_VGG16 is 11
