@@ -173,3 +173,24 @@ def test_bootstrap_band_brackets_the_pooled_rate() -> None:
     lo, hi = bootstrap_band(per_problem)
     assert lo < 0.5 < hi and 0.2 < lo and hi < 0.8
     assert bootstrap_band([(5, 10)] * 10) == (0.5, 0.5)
+
+
+def test_the_ladder_sets_a_generator_beside_fuzz_on_every_survivor_both_ran_on(demo: ProblemSet) -> None:
+    from dataclasses import replace
+
+    store = Store(":memory:")
+    ids = seed(store, demo.get("demo/1"))
+    generator, fuzz = replace(KBV, name="gen"), replace(KB, name="fuzz")  # fuzz: the official inputs at 1e-2
+    ladder = audit(generator, load_matrices(store), [KB, fuzz], vs=KB)["vs"]["ladder"]
+    # KB lets B, C and D through; the generator (1e-3, hidden inputs) kills B and C, fuzz none
+    assert ladder["baseline"] == "fuzz"
+    assert {k: ladder["all_survivors"][k] for k in ("survivors", "killed", "fuzz_killed")} == \
+        {"survivors": 3, "killed": 2, "fuzz_killed": 0}
+    # every witness comes from the generator's or fuzz's own inputs: none is left to compare on
+    assert ladder["witnessed_by_others"]["survivors"] == 0
+    # a survivor the generator was not run on in full is no survivor of the ladder
+    store.db.execute("delete from cells where mutant = 'D' and input = ?", [ids["hidden x-1"]])
+    store.db.conn.commit()
+    ladder = audit(generator, load_matrices(store), [KB, fuzz], vs=KB)["vs"]["ladder"]
+    assert (ladder["all_survivors"]["survivors"], ladder["all_survivors"]["killed"]) == (2, 2)
+    assert "ladder" not in audit(generator, load_matrices(store), [KB], vs=KB)["vs"]  # no fuzz to set it beside

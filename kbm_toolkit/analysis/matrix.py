@@ -38,13 +38,13 @@ class Matrix:
             self._stopped = {m for (m, _), (outcome, _) in self.cells.items() if outcome in STOPPING_OUTCOMES}
         return self._stopped
 
-    def missing(self, input_id: str, excused: set[str]) -> int:
+    def missing(self, input_id: str, excused: set[str]) -> set[str]:
         """Mutants with no cell on the input, leaving out those in `excused` (e.g. already detected,
         so no cell can change their verdict)."""
         if self.evaluated.get(input_id, 0) >= len(self.mutants):
-            return 0
+            return set()
         have = self.present.get(input_id, set())
-        return sum(1 for m in self.mutants if m not in have and m not in excused)
+        return {m for m in self.mutants if m not in have and m not in excused}
 
     def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
         """The cells of one input, by mutant."""

@@ -41,6 +41,10 @@ class ProtocolResult:
     dropped: int = 0
     missing_checks: dict[str, list[str]] = field(default_factory=dict)
     missing_cells: dict[str, int] = field(default_factory=dict)
+    kills: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    """Per problem, each valid input's killed mutants (shared with the matrix's cache, not copied)."""
+    undecided_mutants: dict[str, set[str]] = field(default_factory=dict)
+    """Per problem, the mutants it has not detected whose missing cells could still detect them."""
     unavailable: dict[str, str] = field(default_factory=dict)
     """Problems whose specs could not be built here (e.g. a hook needs the problem file)."""
     judging: Judging | None = None
@@ -98,13 +102,16 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
             if view is not None and key in view.as_run:
                 _as_run(result, view.as_run[key].get(spec.id), key, spec, check)
         detected: set[str] = set()
+        kills = result.kills[key] = {}
         for i in valid:
-            detected |= mx.killed(i, t)
+            kills[i] = mx.killed(i, t)
+            detected |= kills[i]
         for i in valid:
             # a detected mutant needs no more cells (a crash stop, --first-kill): none can undo it
             missing = mx.missing(i, detected)
             if missing:
-                result.missing_cells[key] = result.missing_cells.get(key, 0) + missing
+                result.missing_cells[key] = result.missing_cells.get(key, 0) + len(missing)
+                result.undecided_mutants.setdefault(key, set()).update(missing)
         result.detected[key] = detected & mx.mutants.keys()
     return result
 
@@ -220,6 +227,10 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         # survivors the denominator fixes: a protocol outside it cannot add survivors of its own
         fixed = wit if protocol.name in {p.name for p in denominator} else witnessed(base)
         report["vs"] = _versus(protocol, vs, matrices, wit, mine, fixed, vs_excluded or {})
+        fuzz = next((p for p in denominator if p.name == LADDER_BASELINE), None)
+        if fuzz is not None and LADDER_BASELINE not in (protocol.name, vs.name):
+            report["vs"]["ladder"] = _ladder(protocol, matrices, mine, base, run_protocol(fuzz, matrices),
+                                             run_protocol(vs, matrices), vs_excluded or {})
     return report
 
 
@@ -294,6 +305,39 @@ def _versus(protocol: Protocol, vs: Protocol, matrices: list[Matrix], wit: dict[
             "tolerance_points": pct(mine) - pct(referenced),
             "survivors": n_survivors, "survivors_killed": killed,
             "survivors_killed_pct": 100.0 * killed / n_survivors if n_survivors else None}
+
+
+LADDER_BASELINE = "fuzz"
+"""The knowledge ladder's first rung, which the paper's random fuzz is: the protocol a generator is
+set beside on the same survivors."""
+
+
+def _ladder(protocol: Protocol, matrices: list[Matrix], mine: ProtocolResult, base: list[ProtocolResult],
+            fuzz: ProtocolResult, other: ProtocolResult, vs_excluded: dict[str, str]) -> dict[str, Any]:
+    """The knowledge ladder like for like: what `protocol` (a generator's inputs) and fuzz kill of
+    the mutants `other` lets through, (1) all of them that both were run on, witnessed or not, as
+    the paper's rungs are scored (1,154 official survivors), and (2) those that a valid input of
+    neither witnesses (a survivor witnessed by fuzz's own inputs flatters fuzz, as one witnessed by
+    the generator's flatters it)."""
+    every, by_others = {}, {}
+    for mx in matrices:
+        key = mx.problem.key
+        if key in vs_excluded:
+            continue
+        theirs = mine.kills.get(key, {}).keys() | fuzz.kills.get(key, {}).keys()
+        seen = set().union(*(killed for r in base for i, killed in r.kills.get(key, {}).items() if i not in theirs))
+        open_ = mine.undecided_mutants.get(key, set()) | fuzz.undecided_mutants.get(key, set())
+        every[key] = set(mx.mutants) - other.detected.get(key, set()) - open_
+        by_others[key] = every[key] & seen
+
+    def kills(survivors: dict[str, set[str]]) -> dict[str, Any]:
+        n = sum(len(v) for v in survivors.values())
+        mine_k = sum(len(v & mine.detected.get(k, set())) for k, v in survivors.items())
+        fuzz_k = sum(len(v & fuzz.detected.get(k, set())) for k, v in survivors.items())
+        return {"survivors": n, "killed": mine_k, "fuzz_killed": fuzz_k,
+                "killed_pct": 100.0 * mine_k / n if n else None, "fuzz_killed_pct": 100.0 * fuzz_k / n if n else None}
+
+    return {"baseline": fuzz.protocol, "all_survivors": kills(every), "witnessed_by_others": kills(by_others)}
 
 
 def to_json(report: dict[str, Any]) -> str:

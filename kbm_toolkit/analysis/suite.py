@@ -32,7 +32,7 @@ def kill_sets(mx: Matrix, tolerance: float, admit: Admit | None = None) -> dict[
     run on every mutant (a column with gaps, e.g. new inputs run only on one protocol's survivors,
     would look weaker than it is; a mutant stopped by a crash leaves no gap), and that `admit`
     admits when it is given."""
-    valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance) and mx.missing(i, mx.stopped) <= 0}
+    valid = {i for i, c in mx.checks.items() if valid_at(c, tolerance) and not mx.missing(i, mx.stopped)}
     kills: dict[str, set[str]] = {i: set() for i in valid}
     for (m, i), cell in mx.cells.items():
         if i in valid and m in mx.mutants and killed(cell, tolerance):
