@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
 from kbm_toolkit.problems.problem_set import ProblemSet
+from kbm_toolkit.protocols.registry import load_protocol
 from kbm_toolkit.store import Store
 
 from support import seed
@@ -21,7 +22,8 @@ def test_report_draws_every_figure_and_the_tables(tmp_path: Path, demo: ProblemS
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "report", "--out", str(out),
                                       "-a", "kernelbench", "-a", "kbv"])
     assert result.exit_code == 0, result.output
-    for name in ("missed_by_family", "problem_miss_curve", "budget_curve", "blind_band"):
+    for name in ("missed_by_family", "problem_miss_curve", "budget_curve", "blind_band", "miss_patterns",
+                 "band_by_problems", "cover_sizes"):
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.svg").is_file()
     page = (out / "index.html").read_text()
     assert "Table 1: the mutation pipeline" in page and "Table 2" in page
@@ -58,3 +60,35 @@ def test_a_runs_split_says_how_many_warm_spares_another_worker_lent(capsys) -> N
     split["spares"]["borrowed"] = 0
     print_split(split)
     assert "5 of them warm when needed; spawn" in capsys.readouterr().out
+
+
+def test_a_band_narrows_as_problems_are_added() -> None:
+    from kbm_toolkit.analysis.score import band_by_problems
+
+    per_problem = [(9, 10), (5, 10), (10, 10), (2, 10), (7, 10), (8, 10)] * 10
+    (k5, lo5, hi5), (k60, lo60, hi60) = band_by_problems(per_problem, [5, 60], draws=500)
+    assert (k5, k60) == (5, 60) and hi5 - lo5 > 2 * (hi60 - lo60) > 0
+    assert lo60 < sum(d for d, _ in per_problem) / sum(n for _, n in per_problem) < hi60
+
+
+def test_cover_sizes_are_the_inputs_that_kill_all_an_input_kills(demo: ProblemSet) -> None:
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.suite import cover_sizes
+
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    # at 1e-2: A dies on any official input, C on hidden x-1 only (B's 5e-3 and x3's invalid input kill nothing)
+    assert cover_sizes(load_matrices(store), 1e-2) == {"demo/1_LeakyReLU": 2}
+    # at 1e-3 the official inputs also kill B, which adds no input; hidden x3 is invalid there
+    assert cover_sizes(load_matrices(store), 1e-3) == {"demo/1_LeakyReLU": 2}
+
+
+def test_table_6_lists_where_the_official_check_misses_most(demo: ProblemSet) -> None:
+    from kbm_toolkit.protocols.registry import all_protocols
+    from kbm_toolkit.report.tables import tables_markdown
+
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    text = tables_markdown(store, [load_protocol("kernelbench")], all_protocols())
+    # A is caught; C, witnessed only by kbv's hidden x-1 input, is the one miss
+    assert "| demo/1_LeakyReLU | 2 | 1 | 50.0% | semantic 1 |" in text.split("Table 6")[1]

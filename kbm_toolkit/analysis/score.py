@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,6 +187,24 @@ def scored(protocol: Protocol, matrices: list[Matrix], denominator: list[Protoco
     return mine, base, witnessed(base + [own])
 
 
+def band_by_problems(per_problem: list[tuple[int, int]], sizes: list[int], draws: int = 1000,
+                     seed: int = 0) -> list[tuple[int, float, float]]:
+    """(k, low, high): the 90% band of the pooled rate over k problems drawn with replacement from
+    `per_problem` ((hits, total) each), for each k in `sizes` (the paper's Fig. 3b: how wide a
+    benchmark of k problems would measure it)."""
+    per_problem = [p for p in per_problem if p[1]]
+    rng = random.Random(seed)
+    out = []
+    for k in sizes:
+        rates = []
+        for _ in range(draws):
+            sample = [per_problem[rng.randrange(len(per_problem))] for _ in range(k)]
+            rates.append(sum(d for d, _ in sample) / sum(n for _, n in sample))
+        rates.sort()
+        out.append((k, rates[int(0.05 * draws)], rates[int(0.95 * draws) - 1]))
+    return out
+
+
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
           tolerance: float | None = None, vs: Protocol | None = None,
           excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None,
@@ -254,6 +272,7 @@ def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Ma
     families: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     rules: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     problems = []
+    missed_families: dict[str, Counter] = defaultdict(Counter)
     for key, w in wit.items():
         found = mine.detected.get(key, set())
         for m in w:
@@ -261,6 +280,8 @@ def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Ma
             for bucket in (families[row["family"]], rules[row["rule"]]):
                 bucket[0] += 1
                 bucket[1] += m not in found
+            if m not in found:
+                missed_families[key][row["family"]] += 1
         problems.append((key, len(w & found), len(w)))
     return {
         "band90_pct": [100.0 * x for x in bootstrap_band([(dd, nn) for _, dd, nn in problems])],
@@ -271,6 +292,9 @@ def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Ma
         "worst_problems": [{"problem": k, "witnessed": nn, "missed": nn - dd, "missed_pct": 100.0 * (nn - dd) / nn}
                            for k, dd, nn in sorted(problems, key=lambda p: (-(p[2] - p[1]) / max(p[2], 1), p[0]))
                            if nn][:10],
+        "most_missed_problems": [{"problem": k, "witnessed": nn, "missed": nn - dd, "missed_pct": 100.0 * (nn - dd) / nn,
+                                  "families": dict(missed_families[k].most_common())}
+                                 for k, dd, nn in sorted(problems, key=lambda p: (-(p[2] - p[1]), p[0])) if nn > dd][:10],
         "worst_rules": [{"rule": r, "witnessed": w, "missed": m, "missed_pct": 100.0 * m / w}
                         for r, (w, m) in sorted(rules.items(), key=lambda kv: (-kv[1][1], kv[0]))][:10],
     }

@@ -67,6 +67,18 @@ def greedy_cover(kills: dict[str, set[str]], universe: set[str], budget: int,
     return chosen
 
 
+def cover_sizes(matrices: list[Matrix], tolerance: float) -> dict[str, int]:
+    """Per problem, how many inputs greedy set cover takes to kill every mutant some stored input
+    kills at `tolerance` (the paper's Fig. 6b), over the inputs run on every mutant."""
+    sizes = {}
+    for mx in matrices:
+        kills = kill_sets(mx, tolerance)
+        universe = set().union(*kills.values()) if kills else set()
+        if universe:
+            sizes[mx.problem.key] = len(greedy_cover(kills, universe, len(kills)))
+    return sizes
+
+
 def input_kind(spec: str) -> str:
     """What an input is, apart from its draw and its problem: two official trials are one kind,
     and so are two problems' tiny-shape probes."""

@@ -14,12 +14,13 @@ from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, missing_words, provenance
 from kbm_toolkit.report.tables import html as table_html
-from kbm_toolkit.report.tables import official_of, submissions_table, table1, table2
+from kbm_toolkit.report.tables import official_of, submissions_table, table1, table2, table6
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
-from kbm_toolkit.analysis.score import audit_store, run_protocol, scored
-from kbm_toolkit.analysis.suite import budget_curve
+from kbm_toolkit.analysis.overview import Overview
+from kbm_toolkit.analysis.score import audit_store, band_by_problems, run_protocol, scored
+from kbm_toolkit.analysis.suite import budget_curve, cover_sizes
 
 STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
 
@@ -85,9 +86,11 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
 
     fig, ax = plt.subplots(figsize=(8, 4))
     fig.suptitle(caption, fontsize=8)
+    denominators, detected = {}, {}
     for p in protocols:  # each over its own audit's denominator, its unrefereeable problems left out
         kept = [mx for mx in matrices if mx.problem.key not in audits[p.name]["excluded"]]
         mine, _, wit = scored(p, kept, denominator, accounting=accounting)
+        denominators[p.name], detected[p.name] = wit, mine.detected
         ranked = sorted(((100.0 * len(w - mine.detected.get(k, set())) / len(w), k) for k, w in wit.items() if w),
                         reverse=True)
         ax.plot(range(1, len(ranked) + 1), [r for r, _ in ranked], marker=".", label=_label(audits[p.name]))
@@ -99,6 +102,29 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     ax.legend()
     figures.append(("Per-problem miss rate, sorted", _save(fig, out, "problem_miss_curve")))
     plt.close(fig)
+
+    figures.append(("Miss patterns (UpSet): which protocols miss each mutant",
+                    _upset_figure(plt, Overview(protocols, {mx.problem.key: mx for mx in matrices}, denominators,
+                                                detected, accounting), out, caption)))
+
+    per_problem = [(len(w & detected[official.name].get(k, set())), len(w))
+                   for k, w in denominators[official.name].items() if w]
+    if per_problem:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        fig.suptitle(caption, fontsize=8)
+        sizes = sorted({k for k in (5, 10, 20, 30, 50, 100, 150, 200, 250, len(per_problem)) if k <= len(per_problem)})
+        band = band_by_problems(per_problem, sizes)
+        ax.fill_between(sizes, [100 * (1 - hi) for _, _, hi in band], [100 * (1 - lo) for _, lo, _ in band], alpha=0.3,
+                        label="90% band, problems drawn with replacement")
+        total = sum(n for _, n in per_problem)
+        ax.axhline(100 * (1 - sum(d for d, _ in per_problem) / total), color="gray", linestyle=":",
+                   label=f"{official.name} on all {len(per_problem)} problems")
+        ax.set_xlabel("problems in the benchmark")
+        ax.set_ylabel(f"witnessed mutants {official.name} misses (%)")
+        ax.legend(fontsize=8)
+        figures.append(("How wide the miss rate is measured, against the number of problems",
+                        _save(fig, out, "band_by_problems")))
+        plt.close(fig)
 
     # set cover needs full rows: the mutants evaluated without --first-kill
     full_rows = matrices if not store.full_rows() else load_matrices(store, full_rows=True, sample=sample)
@@ -115,6 +141,19 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     ax.legend()
     figures.append(("Budget curve (greedy set cover)", _save(fig, out, "budget_curve")))
     plt.close(fig)
+
+    sizes_of = cover_sizes(full_rows, budget_tolerance)
+    if sizes_of:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        fig.suptitle(caption, fontsize=8)
+        counts = Counter(sizes_of.values())
+        ax.bar(sorted(counts), [counts[k] for k in sorted(counts)])
+        ax.set_xticks(sorted(counts))
+        ax.set_xlabel(f"inputs that kill every mutant some input kills at {budget_tolerance:g} (greedy)")
+        ax.set_ylabel("problems")
+        ax.set_title(f"median {median(sizes_of.values()):g}, largest {max(sizes_of.values())}", fontsize=9)
+        figures.append(("Full-coverage suite size per problem", _save(fig, out, "cover_sizes")))
+        plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(8, 4))
     fig.suptitle(caption, fontsize=8)
@@ -147,6 +186,29 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     page = out / "index.html"
     page.write_text(_html(store, audits, figures, protocols))
     return page
+
+
+def _upset_figure(plt: Any, data: Overview, out: Path, caption: str, top: int = 15) -> list[str]:
+    """The paper's Fig. 5: the most common miss patterns, as bars over a dot matrix of protocols
+    (filled: missed; open: detected; none: not in that protocol's denominator)."""
+    patterns = data.patterns()[:top]
+    names = [p.name for p in data.protocols]
+    fig, (bars, dots) = plt.subplots(2, 1, figsize=(max(6, 0.5 * len(patterns) + 2), 2 + 0.4 * len(names) + 3),
+                                     gridspec_kw={"height_ratios": [3, max(1, 0.4 * len(names))]}, sharex=True)
+    fig.suptitle(caption, fontsize=8)
+    xs = range(len(patterns))
+    bars.bar_label(bars.bar(xs, [len(ids) for _, ids in patterns]), fontsize=7)
+    bars.set_ylabel("witnessed mutants")
+    for x, (pattern, _) in zip(xs, patterns):
+        for y, missed in enumerate(pattern):
+            if missed is not None:
+                dots.scatter(x, y, s=40, color="black" if missed else "white", edgecolors="black")
+    dots.set_yticks(range(len(names)), [f"{n} misses" for n in names], fontsize=8)
+    dots.set_ylim(-0.5, len(names) - 0.5)
+    dots.set_xticks([])
+    files = _save(fig, out, "miss_patterns")
+    plt.close(fig)
+    return files
 
 
 def _caption(store: Any, accounting: Accounting) -> str:
@@ -222,6 +284,8 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
     parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"
                  + table_html(table2(audits)) + "<p>Denominators, as <code>kbm audit</code> counts them:</p><ul>"
                  + "".join(f"<li>{e(name)}: {e(a['denominator_words'])}</li>" for name, a in audits.items()) + "</ul>")
+    parts.append(f"<h2>Table 6: the problems where {e(official.get('protocol', ''))} misses the most witnessed "
+                 "mutants</h2>" + table_html(table6(official)))
     if store.submission_count():
         parts.append(f"<h2>Submissions: the {store.submission_count():,} that kbm verify judged, by each protocol's "
                      "verdict</h2>" + table_html(submissions_table(store, protocols)))

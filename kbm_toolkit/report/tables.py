@@ -104,6 +104,15 @@ def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tup
     return ("family", f"rules (witnessed, {first['protocol']})", *(f"{name} missed" for name in audits)), rows
 
 
+def table6(official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Table 6 (header, rows): the problems where the official check misses the most witnessed
+    mutants, with the families of those misses."""
+    rows = [(r["problem"], f"{r['witnessed']:,}", f"{r['missed']:,}", f"{r['missed_pct']:.1f}%",
+             ", ".join(f"{f} {n}" for f, n in r["families"].items()))
+            for r in official.get("most_missed_problems", [])]
+    return ("problem", "witnessed", f"missed by {official['protocol']}", "missed %", "families missed"), rows
+
+
 def denominators_markdown(audits: dict[str, dict[str, Any]]) -> str:
     """One line per protocol: the denominator its figures are over."""
     return "\n".join(f"- {name}: {a['denominator_words']}" for name, a in audits.items())
@@ -160,7 +169,9 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
     text = (f"Table 1: the mutation pipeline\n\n{markdown(table1(store, audits[official.name], columns))}\n\n"
             f"Table 2: witnessed mutants by family, and the share each protocol misses\n\n"
             f"{markdown(table2(audits))}\n\nDenominators (as `kbm audit` counts them):\n\n"
-            f"{denominators_markdown(audits)}")
+            f"{denominators_markdown(audits)}\n\n"
+            f"Table 6: the problems where {official.name} misses the most witnessed mutants\n\n"
+            f"{markdown(table6(audits[official.name]))}")
     if networks:
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
         text += (f"\n\nTable 5: whole networks against single operators, {official.name}, over the mutants "
