@@ -194,3 +194,29 @@ def test_the_ladder_sets_a_generator_beside_fuzz_on_every_survivor_both_ran_on(d
     ladder = audit(generator, load_matrices(store), [KB, fuzz], vs=KB)["vs"]["ladder"]
     assert (ladder["all_survivors"]["survivors"], ladder["all_survivors"]["killed"]) == (2, 2)
     assert "ladder" not in audit(generator, load_matrices(store), [KB], vs=KB)["vs"]  # no fuzz to set it beside
+
+
+def test_every_protocol_on_one_denominator(demo: ProblemSet, tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kbm_toolkit.cli import cli
+
+    store = Store(tmp_path / "s.db")
+    seed(store, demo.get("demo/1"))
+    store.close()
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "--all", "--json",
+                                      "--denominator", "kernelbench", "--denominator", "kbv"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    # A (official inputs at 1e-2), B (at kbv's 1e-3) and C (kbv's hidden x-1): one set for both
+    assert report["witnessed"] == 3 and report["problems"] == 1
+    rows = {r["protocol"]: r for r in report["protocols"]}
+    assert (rows["kernelbench"]["detected"], rows["kbv"]["detected"]) == (1, 3)
+    assert (rows["kernelbench"]["false_rejections"], rows["kbv"]["false_rejections"]) == (0, 1)
+    text = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "--all",
+                                    "--denominator", "kernelbench", "--denominator", "kbv"]).output
+    assert "One denominator for every protocol: 3 mutants witnessed by any of kbv, kernelbench" in " ".join(text.split())
+    both = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "--all", "-a", "kbv"])
+    assert both.exit_code == 2 and "--adapter P" in both.output

@@ -410,6 +410,39 @@ def unrefereeable(protocol: Protocol, matrices: list[Matrix], references: dict[s
                  {mx.problem.key: mx.checks for mx in matrices})
 
 
+def unified_audit(store: Any, protocols: list[Protocol], sample: float | None = None,
+                  level: str | None = None) -> dict[str, Any]:
+    """`kbm audit --all`: every protocol scored on one denominator (the paper's Fig. 4): the
+    mutants some protocol's valid input kills at that protocol's own tolerance, on the problems
+    every protocol can referee, so the detections compare directly; with each protocol's false
+    rejections on the same problems."""
+    matrices = load_matrices(store, min(p.tolerance for p in protocols), sample=sample)
+    if level is not None:
+        matrices = [mx for mx in matrices if mx.problem.level == level]
+    references = store.reference_checks()
+    excluded: dict[str, str] = {}
+    for p in protocols:
+        for key, why in unrefereeable(p, matrices, references).items():
+            excluded.setdefault(key, f"{p.name}: {why}")
+    kept = [mx for mx in matrices if mx.problem.key not in excluded]
+    wit = witnessed([run_protocol(p, kept, judging=witness_judging(p, p, Accounting.UNION)) for p in protocols])
+    n = sum(len(w) for w in wit.values())
+    rows = []
+    for p in protocols:
+        r = run_protocol(p, kept)
+        per_problem = [(len(w & r.detected.get(k, set())), len(w)) for k, w in wit.items()]
+        d = sum(hit for hit, _ in per_problem)
+        rows.append({"protocol": p.name, "tolerance": r.tolerance, "detected": d,
+                     "detection_pct": 100.0 * d / n if n else None,
+                     "band90_pct": [100.0 * x for x in bootstrap_band(per_problem)],
+                     "false_rejections": len(r.false_rejections),
+                     "missing": {"checks": r.missing_checks, "cells": r.missing_cells}})
+    names = sorted(p.name for p in protocols)
+    return {"witnessed": n, "problems": sum(1 for w in wit.values() if w), "excluded": dict(sorted(excluded.items())),
+            "denominator_words": denominator_words(names, n, 0.0, Accounting.UNION) + ", on the problems every one "
+                                 "of them can referee", "protocols": rows, "sample": store.sample_summary(sample)}
+
+
 def survivors(store: Any, protocol: Protocol, denominator: list[Protocol] | None = None,
               accounting: Accounting = Accounting.TOLERANCE) -> dict[str, set[str]]:
     """Per problem, the scored mutants `protocol` does not detect from what the store holds

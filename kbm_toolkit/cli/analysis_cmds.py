@@ -22,7 +22,10 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 
 
 @command()
-@protocol_option("--adapter", "-a", "adapter", required=True, help="The protocol to audit")
+@protocol_option("--adapter", "-a", "adapter", help="The protocol to audit (or --all)")
+@click.option("--all", "every", is_flag=True,
+              help="Score every protocol (--denominator's, default every installed one) on one denominator: the "
+                   "mutants any of them witnesses at its own tolerance, on the problems all of them can referee.")
 @protocol_option("--vs", "vs", help="Another protocol: split the difference into inputs and tolerance")
 @click.option("--tolerance", type=TOLERANCE, help="Re-score at this atol = rtol (in (0, 1]) instead of the protocol's.")
 @click.option("--atol", type=TOLERANCE, help="Re-score at this atol (with --rtol, or the protocol's rtol).")
@@ -41,7 +44,7 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
                    "wider store reproduces a narrower one's figures).")
 @click.option("--level", help="Audit only this level's problems (e.g. level3: whole networks).")
 @click.pass_obj
-def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, atol: float | None,
+def audit(obj: Context, adapter: str | None, every: bool, vs: str | None, tolerance: float | None, atol: float | None,
           rtol: float | None, reference: str | None, denominator: tuple[str, ...], accounting: Any, as_json: bool,
           fail_under: float | None, no_run: bool, sample: float | None, level: str | None) -> None:
     """Audit a protocol against the mutant pool, from the store alone (no GPU needed).
@@ -54,20 +57,29 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
     With --atol/--rtol the protocol is re-scored from the stored margins, exactly where they
     decide each cell; the report counts the cells they leave undecided (scored as passing).
 
-    Example: kbm audit --adapter kbv --vs kernelbench
+    With --all, every protocol is scored on one denominator, as the paper's Fig. 4: what any of
+    them witnesses, on the problems all of them can referee.
+
+    Example: kbm audit --adapter kbv --vs kernelbench    or    kbm audit --all
     """
     from kbm_toolkit.analysis.score import to_json
     from kbm_toolkit.evaluation.fill import audit_filling
     from kbm_toolkit.report.audit import print_audit, provenance
 
+    if every == (adapter is not None):
+        raise click.UsageError("give --adapter P (one protocol's audit) or --all (every protocol on one denominator)")
     store = obj.read_store()
-    protocol = obj.protocol(adapter, store)
-    other = obj.protocol(vs, store) if vs else None
     if level is not None:
         levels = sorted({key.split("/")[0] for key in store.problems_with_mutants()})
         if level not in levels:
             raise click.UsageError(f"--level {level}: no problem of it has mutants in this store "
                                    f"(levels with some: {', '.join(levels) or 'none'})")
+    if every:
+        _audit_all(obj, store, denominator, as_json, sample, level)
+        return
+    assert adapter is not None
+    protocol = obj.protocol(adapter, store)
+    other = obj.protocol(vs, store) if vs else None
     if tolerance is not None and (atol is not None or rtol is not None):
         raise click.UsageError("--tolerance is atol = rtol: give it, or --atol/--rtol, not both")
     judging = None
@@ -99,6 +111,20 @@ def audit(obj: Context, adapter: str, vs: str | None, tolerance: float | None, a
                    + (f"{detection:.1f}%" if detection is not None else "no witnessed mutant")
                    + f" of {report['denominator_words']}, below {fail_under:g}%", err=True)
         sys.exit(ExitCode.BELOW_THRESHOLD)
+
+
+def _audit_all(obj: Context, store: Store, denominator: tuple[str, ...], as_json: bool, sample: float | None,
+               level: str | None) -> None:
+    """`kbm audit --all`: every protocol on one denominator, from the store alone."""
+    from kbm_toolkit.analysis.score import to_json, unified_audit
+    from kbm_toolkit.report.audit import print_unified, provenance
+
+    report = unified_audit(store, obj.protocols(denominator, store), sample, level)
+    report["provenance"] = provenance(store)
+    if as_json:
+        click.echo(to_json(report))
+    else:
+        print_unified(report, report["provenance"])
 
 
 def _fill_command(obj: Context, store: Store, report: dict, adapter: str) -> str | None:

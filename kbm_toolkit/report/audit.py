@@ -165,3 +165,23 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
                       + (" Fill them on a GPU with:" if fill_command else ""))
         if fill_command:  # one line, as typed: never wrapped, no markup read into a path
             console.print(f"  {fill_command}", soft_wrap=True, markup=False, highlight=False)
+
+
+def print_unified(report: dict[str, Any], first_line: str) -> None:
+    """`kbm audit --all` on the terminal: one denominator, every protocol's detection on it."""
+    console = terminal.console(width=100)
+    console.print(first_line)
+    sample = report.get("sample")
+    if sample:
+        console.print(f"Mutants: {sample_words(sample)}: {sample['mutants']:,} of {sample['distinct']:,} distinct.")
+    console.print(f"One denominator for every protocol: {report['denominator_words']} "
+                  f"({report['problems']} problems; {len(report['excluded'])} left out, some protocol cannot referee them).")
+    table = Table(title="Detection on it", title_justify="left")
+    for col in ("protocol", "tolerance", "detects", "90% band", "false rejections"):
+        table.add_column(col, justify="left" if col == "protocol" else "right")
+    for r in report["protocols"]:
+        lo, hi = r["band90_pct"]
+        incomplete = incomplete_words(r)
+        table.add_row(r["protocol"] + (f" ({incomplete})" if incomplete else ""), f"{r['tolerance']:g}",
+                      _pct(r["detection_pct"]), f"{_pct(lo)}–{_pct(hi)}", str(r["false_rejections"]))
+    console.print(table)
