@@ -72,3 +72,28 @@ def test_cli_targets_from_a_shipped_store_uses_its_checks(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert "not measured" not in result.output  # every demo ceiling is in the store
     assert "left out 'target NaN in the last element'" in result.output and "not checked yet" not in result.output
+
+
+def test_ceiling_noise_gathers_the_correct_kernels_margins_by_kind_and_scale(demo: ProblemSet) -> None:
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.targets import ceiling_noise
+    from kbm_toolkit.store import Store
+
+    store = Store(":memory:")
+    problem = demo.get("demo/1")
+    store.record_problem(problem)
+    probes = ceiling_probes(problem)
+    store.record_inputs(probes, "targets")
+    run = store.start_run("evaluate", {"gpu": "test GPU"})
+    for k, spec in enumerate(probes):  # margins grow with the scale; the last probe's reference is non-finite
+        check = {"input": spec.id, "valid": True, "outcome": "pass", "margin": 1e-7 * (k + 1), "max_abs": 1e-7}
+        if k == len(probes) - 1:
+            check = {"input": spec.id, "valid": False, "note": "reference is non-finite on this input"}
+        store.record_input_check("h", run, check)
+    store.db["mutants"].insert({"id": "A", "problem": problem.key, "substrate_hash": "h", "rule": "r",
+                                "family": "arithmetic", "status": "distinct", "name": "A"})
+    noise = ceiling_noise(load_matrices(store))
+    assert sorted(noise["sign-mixed"]) == list(CEILING_SCALES)
+    assert noise["sign-mixed"][CEILING_SCALES[0]] == [pytest.approx(1e-7)]
+    assert noise["same-sign"][CEILING_SCALES[1]] == [pytest.approx(4e-7)]
+    assert CEILING_SCALES[-1] not in noise["same-sign"]  # no margin on a non-finite reference

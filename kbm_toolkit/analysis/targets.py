@@ -41,6 +41,20 @@ def ceiling_probes(problem: Problem) -> list[InputSpec]:
     return specs
 
 
+def ceiling_noise(matrices: list[Any]) -> dict[str, dict[float, list[float]]]:
+    """Per kind of ceiling probe (sign-mixed, same-sign), per scale, the correct kernel's stored
+    margins over every problem probed (the paper's Fig. 2b, right: legitimate noise against input
+    scale, where it crosses a tolerance a harsher input starts rejecting correct kernels)."""
+    noise: dict[str, dict[float, list[float]]] = {"sign-mixed": {}, "same-sign": {}}
+    for mx in matrices:
+        for spec in ceiling_probes(mx.problem):
+            check = mx.checks.get(spec.id)
+            m = _PROBE.match(spec.label)
+            if m and check is not None and check.get("margin") is not None:
+                noise[m.group(1)].setdefault(float(m.group(2)), []).append(check["margin"])
+    return noise
+
+
 def ceiling(checks: dict[str, dict[str, Any]], probes: list[InputSpec], tolerance: float) -> dict[str, float | None]:
     """Per kind, the largest probed scale with every scale up to it valid at `tolerance`.
 

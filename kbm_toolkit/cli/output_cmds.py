@@ -40,8 +40,9 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
     Figures, each subtitled with the store, its cells' dates and the accounting: missed % by
     family per protocol; the per-problem sorted miss curve (the worst problems named); the miss
     patterns (UpSet); the official check's 90% band against the number of problems; the budget
-    curve with the official inputs' line; the full-coverage suite size per problem; the blind
-    band (output magnitude against each tolerance); for level 3, survival by launch count and
+    curve with the official inputs' line; the full-coverage suite size per problem; the correct
+    kernel's noise against input scale (the ceiling checks); the blind band (output magnitude
+    against each tolerance); for level 3, survival by launch count and
     depth. The page adds Tables 1, 2 and 6.
 
     Example: kbm report --out report/    or    kbm report --tables -a kernelbench -a kbv

@@ -21,6 +21,7 @@ from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.overview import Overview
 from kbm_toolkit.analysis.score import audit_store, band_by_problems, run_protocol, scored
 from kbm_toolkit.analysis.suite import budget_curve, cover_sizes
+from kbm_toolkit.analysis.targets import ceiling_noise
 
 STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
 
@@ -176,6 +177,30 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     ax.set_title("Blind band: below a tolerance line, an all-zeros output passes")
     figures.append(("Blind band", _save(fig, out, "blind_band")))
     plt.close(fig)
+
+    noise = ceiling_noise(matrices)
+    if any(noise.values()):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        fig.suptitle(caption, fontsize=8)
+        for kind, by_scale in noise.items():
+            scales = sorted(by_scale)
+            if not scales:
+                continue
+            line, = ax.plot(scales, [median(by_scale[x]) for x in scales], marker="o",
+                            label=f"{kind}: median over {max(len(v) for v in by_scale.values())} problems")
+            ax.plot(scales, [sorted(by_scale[x])[int(0.9 * (len(by_scale[x]) - 1))] for x in scales], marker=".",
+                    linestyle="--", color=line.get_color(), label=f"{kind}: 90th percentile")
+        for tolerance, names in at.items():
+            ax.axhline(tolerance, linestyle=":", linewidth=1, color="gray")
+            ax.text(min(min(v) for v in noise.values() if v), tolerance, f" {', '.join(names)}", va="bottom", fontsize=7)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("input scale (the official draw, or normal(0, 1), times this)")
+        ax.set_ylabel("correct kernel's margin (smallest passing tolerance)")
+        ax.set_title("Variance ceiling: above a tolerance line, an input rejects correct kernels", fontsize=9)
+        ax.legend(fontsize=7)
+        figures.append(("Correct-kernel noise against input scale", _save(fig, out, "ceiling_noise")))
+        plt.close(fig)
 
     if any(mx.problem.level == ARCHITECTURE_LEVEL for mx in matrices):
         # the paper's Fig. 7 is the official check's, as Table 1 here
