@@ -164,13 +164,8 @@ def bootstrap_band(per_problem: list[tuple[int, int]], draws: int = 2000, seed: 
     per_problem = [p for p in per_problem if p[1]]
     if not per_problem:
         return (float("nan"), float("nan"))
-    rng = random.Random(seed)
-    rates = []
-    for _ in range(draws):
-        sample = [per_problem[rng.randrange(len(per_problem))] for _ in per_problem]
-        rates.append(sum(d for d, _ in sample) / sum(n for _, n in sample))
-    rates.sort()
-    return rates[int(0.05 * draws)], rates[int(0.95 * draws) - 1]
+    _, low, high = band_by_problems(per_problem, [len(per_problem)], draws, seed)[0]
+    return low, high
 
 
 def scored(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol], tolerance: float | None = None,

@@ -129,7 +129,7 @@ class SuiteCurve:
         return (f"{self.witnessed:,} mutants over {problems} problems, witnessed at {tolerance:g} by any valid input "
                 "the store holds, among the mutants run on every input (set cover needs full rows); "
                 f"{baseline}'s figure here is over them, not over its audit's denominator (kbm audit -a {baseline}: "
-                "the denominator protocols' inputs, every evaluated mutant, unrefereeable problems left out)")
+                "the denominator protocols' inputs, every evaluated mutant, only the problems it can referee)")
 
     def summary(self) -> dict[str, Any]:
         """The curve as plain data (`kbm suite --json`): per budget, full-pool and held-out detection."""

@@ -69,24 +69,14 @@ def audit(obj: Context, adapter: str | None, every: bool, vs: str | None, tolera
     if every == (adapter is not None):
         raise click.UsageError("give --adapter P (one protocol's audit) or --all (every protocol on one denominator)")
     store = obj.read_store()
-    if level is not None:
-        levels = sorted({key.split("/")[0] for key in store.problems_with_mutants()})
-        if level not in levels:
-            raise click.UsageError(f"--level {level}: no problem of it has mutants in this store "
-                                   f"(levels with some: {', '.join(levels) or 'none'})")
+    _check_level(store, level)
     if every:
         _audit_all(obj, store, denominator, as_json, sample, level)
         return
     assert adapter is not None
     protocol = obj.protocol(adapter, store)
     other = obj.protocol(vs, store) if vs else None
-    if tolerance is not None and (atol is not None or rtol is not None):
-        raise click.UsageError("--tolerance is atol = rtol: give it, or --atol/--rtol, not both")
-    judging = None
-    if atol is not None or rtol is not None or reference is not None:
-        given = protocol.judge.with_tolerances(tolerance, tolerance) if tolerance is not None else protocol.judge
-        judging = given.with_tolerances(given.atol if atol is None else atol, given.rtol if rtol is None else rtol)
-        judging = judging.with_reference(reference or judging.reference)
+    judging = _rejudging(protocol, tolerance, atol, rtol, reference)
     if other is not None and reference is not None:  # one reference on both sides of the comparison
         other = replace(other, judging=other.judge.with_reference(reference))
     report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
@@ -111,6 +101,29 @@ def audit(obj: Context, adapter: str | None, every: bool, vs: str | None, tolera
                    + (f"{detection:.1f}%" if detection is not None else "no witnessed mutant")
                    + f" of {report['denominator_words']}, below {fail_under:g}%", err=True)
         sys.exit(ExitCode.BELOW_THRESHOLD)
+
+
+def _check_level(store: Store, level: str | None) -> None:
+    """A `--level` with no mutants in the store is a usage error that names the levels there are."""
+    if level is None:
+        return
+    levels = sorted({key.split("/")[0] for key in store.problems_with_mutants()})
+    if level not in levels:
+        raise click.UsageError(f"--level {level}: no problem of it has mutants in this store "
+                               f"(levels with some: {', '.join(levels) or 'none'})")
+
+
+def _rejudging(protocol: Any, tolerance: float | None, atol: float | None, rtol: float | None,
+               reference: str | None) -> Any:
+    """The judging `--atol/--rtol/--reference` ask for (with `--tolerance` as the base), None for the
+    protocol's own or a plain `--tolerance`."""
+    if tolerance is not None and (atol is not None or rtol is not None):
+        raise click.UsageError("--tolerance is atol = rtol: give it, or --atol/--rtol, not both")
+    if atol is None and rtol is None and reference is None:
+        return None
+    given = protocol.judge.with_tolerances(tolerance, tolerance) if tolerance is not None else protocol.judge
+    judging = given.with_tolerances(given.atol if atol is None else atol, given.rtol if rtol is None else rtol)
+    return judging.with_reference(reference or judging.reference)
 
 
 def _audit_all(obj: Context, store: Store, denominator: tuple[str, ...], as_json: bool, sample: float | None,
