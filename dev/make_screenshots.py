@@ -1,9 +1,10 @@
-"""Regenerate docs/screenshots from the shipped store: TUI screens (SVG) and report figures (PNG).
+"""Regenerate docs/screenshots from the shipped stores: TUI screens (SVG, the built-in pool) and
+report figures (PNG, the KernelBench pool).
 
-    python dev/make_screenshots.py [--store STORE] [--out docs/screenshots]
+    python dev/make_screenshots.py [--store STORE] [--figures-store STORE] [--out docs/screenshots]
 
 Drives `kbm tui` with Textual's pilot (overview, miss patterns, problems, one mutant's detail)
-and runs `kbm report`; needs the `tui` and `report` extras.
+and runs `kbm report -a kernelbench -a kbv -a fuzz`; needs the `tui` and `report` extras.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from kbm_toolkit.store import shipped_store_path
 from kbm_toolkit.protocols.registry import all_protocols
 
 SIZE = (120, 34)
-FIGURES = ("missed_by_family", "problem_miss_curve", "budget_curve", "blind_band")
+FIGURES = ("missed_by_family", "problem_miss_curve", "miss_patterns", "band_by_problems", "budget_curve",
+           "cover_sizes", "ceiling_noise", "blind_band")
 
 
 async def screens(store: Path, out: Path) -> list[Path]:
@@ -44,6 +46,7 @@ async def screens(store: Path, out: Path) -> list[Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, default=shipped_store_path("demo"))
+    ap.add_argument("--figures-store", type=Path, default=shipped_store_path("kernelbench"))
     ap.add_argument("--out", type=Path, default=Path("docs/screenshots"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -54,7 +57,8 @@ def main() -> None:
     from kbm_toolkit.cli import cli
 
     with tempfile.TemporaryDirectory() as tmp:
-        result = CliRunner().invoke(cli, ["--store", str(args.store), "report", "--out", tmp])
+        result = CliRunner().invoke(cli, ["--store", str(args.figures_store), "report", "--out", tmp,
+                                          "-a", "kernelbench", "-a", "kbv", "-a", "fuzz"])
         if result.exit_code:
             raise SystemExit(result.output)
         for name in FIGURES:

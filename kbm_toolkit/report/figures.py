@@ -4,6 +4,7 @@ the pipeline table (Table 1) and the family table (Table 2), all computed from t
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from pathlib import Path
 from statistics import median
@@ -242,7 +243,9 @@ def _caption(store: Any, accounting: Accounting) -> str:
     dates = sorted({r[k][:10] for r in rows for k in ("first", "last")})
     when = f"cells {dates[0]} to {dates[-1]}" if len(dates) > 1 else f"cells {dates[0]}" if dates else "no cells"
     words = "the paper's accounting" if accounting == Accounting.TOLERANCE else "the union accounting"
-    return f"{Path(store.path).name if store.path else 'in-memory store'}; {when}; witnesses in {words}"
+    name = Path(store.path).name if store.path else "in-memory store"
+    cached = re.fullmatch(r"(.+)-[0-9a-f]{16}-m\d+\.db", name)  # a shipped store's unpacked copy
+    return f"{'@' + cached[1] if cached else name}; {when}; witnesses in {words}"
 
 
 def _short(key: str) -> str:
