@@ -13,6 +13,8 @@
 #                                           with --first-kill)
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
 #                                           witnessed survivors: the knowledge ladder)
+#                                           kb-deep (issue 29's deep witness search: fuzz-shapes on every mutant, then
+#                                           the targeted inputs on every official survivor; resumable)
 #                                           kb-refcheck (KernelBench references against fp64)
 #                                           kb-redo (cells measured after a restored write, again; then the
 #                                           first-kill gaps that opens; KB_SEED the shipped store, unpacked)
@@ -56,7 +58,9 @@ kb_store() {  # a fresh machine starts from the seed; carry it packed (KB_SEED.x
     local seed=${KB_SEED:-.kbm/kb-seed.db}
     [ -f "$KB_STORE" ] && return
     if [ -f "$seed.xz" ]; then xz -dc "$seed.xz" > "$KB_STORE"
-    elif [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"; else cp "$seed" "$KB_STORE"; fi
+    elif [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"
+    elif [ -f "$seed" ]; then cp "$seed" "$KB_STORE"
+    else xz -dc kbm_toolkit/data/kernelbench.db.xz > "$KB_STORE"; fi  # no seed carried: the shipped pool
 }
 gate() {
     stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
@@ -131,6 +135,19 @@ for step in "$@"; do
                 --inputs .kbm/kb-targets --survivors-of kernelbench --witnessed --sample "${SAMPLE:-0.1}" \
                 > "$OUT/logs/kb-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")" ;;
+        kb-deep)  # issue 29 part 2, the deep witness search, resumable from the carried store (KB_SEED, e.g. the
+                  # shipped one unpacked): fuzz-shapes on every mutant (--first-kill: audits stay exact), then
+                  # `kbm targets`' inputs on every mutant kernelbench misses, witnessed or not
+            kb_store
+            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                run --inputs fuzz-shapes --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/kb-deep-shapes.txt" 2>&1
+            echo "fuzz-shapes: exit $?; $(tail -n2 "$OUT/logs/kb-deep-shapes.txt" | head -n1)"
+            [ "$(left)" -gt 90 ] && { python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                targets --emit .kbm/kb-targets > "$OUT/logs/kb-deep-targets.txt" 2>&1
+                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                    run --inputs .kbm/kb-targets --survivors-of kernelbench --first-kill --workers "${WORKERS:-2}" \
+                    > "$OUT/logs/kb-deep-run.txt" 2>&1
+                echo "targets on kernelbench's survivors: exit $?; $(tail -n2 "$OUT/logs/kb-deep-run.txt" | head -n1)"; } ;;
         kb-mutate)  # as `kbm mutate` builds the pool, on this host's cores; the kill matrix is timed by kb-pool
             cp .kbm/gate.db /tmp/mutate-timed.db
             for level in level1 level2; do
