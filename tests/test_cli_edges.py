@@ -522,6 +522,18 @@ def test_the_report_page_says_what_an_incomplete_protocol_lacks(runner: CliRunne
     assert "kernelbench (incomplete)" not in page
 
 
+def test_the_tables_and_the_export_mark_an_incomplete_protocol(runner: CliRunner, incomplete_store: Path) -> None:
+    tables = runner.invoke(cli, ["--store", str(incomplete_store), "report", "--tables", "-a", "kernelbench", "-a", "kbv"])
+    assert tables.exit_code == 0, tables.output
+    assert "| family | rules (witnessed, kernelbench) | kernelbench missed | kbv missed (incomplete) |" in tables.output
+    assert re.search(r"- kbv: \d+ mutants witnessed at 0\.001 .*\(incomplete: 4 of its inputs never checked on 1 "
+                     r"problems\)", tables.output)
+    export = runner.invoke(cli, ["--store", str(incomplete_store), "export", "-a", "kbv"])
+    assert json.loads(export.stdout)["config"]["incomplete"] == "4 of its inputs never checked on 1 problems"
+    export = runner.invoke(cli, ["--store", str(incomplete_store), "export", "-a", "kernelbench"])
+    assert json.loads(export.stdout)["config"]["incomplete"] == ""
+
+
 def test_the_report_legends_mark_an_incomplete_protocol(runner: CliRunner, tmp_path: Path, incomplete_store: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     matplotlib = pytest.importorskip("matplotlib")

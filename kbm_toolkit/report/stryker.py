@@ -12,6 +12,7 @@ from kbm_toolkit import __version__
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
 from kbm_toolkit.analysis.score import denominator_words, scored, unrefereeable
 from kbm_toolkit.outputs import output_file
+from kbm_toolkit.report.audit import missing_words
 from kbm_toolkit.problems.pack import locate_substrate
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.problems.substrate import FILES, Substrate, has_substrate, substrate_for
@@ -76,6 +77,7 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol],
             "framework": {"name": "kbm", "version": __version__},
             "config": {"protocol": protocol.name, "tolerance": protocol.tolerance, "accounting": str(accounting),
                        "denominator": denominator_words(names, n, protocol.judge.atol, accounting),
+                       "incomplete": missing_words(mine.missing_checks, mine.missing_cells),
                        "unrefereeable": dict(sorted(excluded.items()))}}
 
 

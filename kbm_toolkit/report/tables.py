@@ -12,7 +12,7 @@ from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit_store
 from kbm_toolkit.analysis.submissions import NOT_CHECKED, submission_verdicts, verdict_counts
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.report.audit import sample_words
+from kbm_toolkit.report.audit import incomplete_words, sample_words
 from kbm_toolkit.vocabulary import FAMILIES, Accounting, Verdict
 
 OFFICIAL = "kernelbench"
@@ -63,8 +63,9 @@ def _table1_column(store: Any, official: dict[str, Any], level: str | None = Non
              (f"witnessed, missed by {official['protocol']}", f"{n - d:,}")]
     if n:
         lo, hi = official["band90_pct"]
-        rows.append(("miss rate (90% band over problems)", f"{100 - official['detection_pct']:.1f}% "
-                                                            f"({100 - hi:.1f}–{100 - lo:.1f}%)"))
+        incomplete = incomplete_words(official)
+        rows.append(("miss rate (90% band over problems)" + (f" ({incomplete})" if incomplete else ""),
+                     f"{100 - official['detection_pct']:.1f}% ({100 - hi:.1f}–{100 - lo:.1f}%)"))
     return rows
 
 
@@ -101,7 +102,8 @@ def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tup
     rows.append(("all", str(sum(fam["rules"] for fam in first["families"].values())),
                  *(f"{100 - a['detection_pct']:.1f}% of {a['witnessed']:,}" if a.get("detection_pct") is not None
                    else "–" for a in audits.values())))
-    return ("family", f"rules (witnessed, {first['protocol']})", *(f"{name} missed" for name in audits)), rows
+    return ("family", f"rules (witnessed, {first['protocol']})",
+            *(f"{name} missed" + (" (incomplete)" if incomplete_words(a) else "") for name, a in audits.items())), rows
 
 
 def table6(official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -115,7 +117,8 @@ def table6(official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, .
 
 def denominators_markdown(audits: dict[str, dict[str, Any]]) -> str:
     """One line per protocol: the denominator its figures are over."""
-    return "\n".join(f"- {name}: {a['denominator_words']}" for name, a in audits.items())
+    return "\n".join(f"- {name}: {a['denominator_words']}" + (f" ({incomplete_words(a)})" if incomplete_words(a) else "")
+                     for name, a in audits.items())
 
 
 def submissions_table(store: Any, protocols: list[Protocol]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
