@@ -62,8 +62,8 @@ class Overview:
         with its denominator's size and definition, as `kbm audit` prints it."""
         p = next(p for p in self.protocols if p.name == protocol)
         n, missed = self.score(protocol)
-        words = denominator_words(self.denominator or sorted(x.name for x in self.protocols), n, p.judge.atol,
-                                  self.accounting)
+        names = sorted({*(self.denominator or [x.name for x in self.protocols]), protocol})  # as the audit names them
+        words = denominator_words(names, n, p.judge.atol, self.accounting)
         return f"{protocol} misses {100.0 * missed / n:.1f}% of {words}" if n else f"{protocol}: no {words}"
 
     def family_table(self) -> list[tuple[str, list[tuple[int, float | None]]]]:
@@ -133,7 +133,7 @@ def overview(store: Any, protocols: list[Protocol], accounting: Accounting = Acc
         results.append(mine)
         if left_out:
             excluded[p.name] = left_out
-    names = sorted({p.name for p in [*protocols, *denominator]})
+    names = sorted(p.name for p in denominator)
     return Overview(protocols, {mx.problem.key: mx for mx in matrices}, denominators, detected, accounting, names,
                     excluded,
                     {r.protocol: len(r.false_rejections) for r in results}, store.sample_summary(),
