@@ -519,6 +519,8 @@ def test_the_report_page_says_what_an_incomplete_protocol_lacks(runner: CliRunne
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text()
     assert "<b>kbv (incomplete)</b>: 4 of its inputs never checked on 1 problems" in page
+    assert re.search(r"<li>kbv: \d+ mutants witnessed at 0\.001 [^<]*\(incomplete: 4 of its inputs never checked on 1 "
+                     r"problems\)</li>", page)
     assert "kernelbench (incomplete)" not in page
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from kbm_toolkit.errors import KbmError
@@ -38,7 +39,7 @@ class Overview:
     """protocol → what its figures lack: {"checks": problem → input ids never checked, "cells":
     problem → cells not evaluated}; only the protocols that lack some."""
 
-    @property
+    @cached_property  # the denominators never change once scored; the screens ask on every key press
     def witnessed(self) -> dict[str, set[str]]:
         """Per problem, the mutants some protocol's score is over (the patterns and mutant lists)."""
         out: dict[str, set[str]] = {}

@@ -146,11 +146,16 @@ def witness_judging(p: Protocol, scored: Protocol, accounting: Accounting = Acco
     return strict.with_tolerances(scored.judge.atol, scored.judge.rtol)
 
 
+def accounting_words(accounting: Accounting | str) -> str:
+    """The accounting as every output names it: `the paper's accounting` or `the union accounting`."""
+    return "the paper's accounting" if Accounting(accounting) == Accounting.TOLERANCE else "the union accounting"
+
+
 def witness_words(names: list[str], tolerance: float, accounting: Accounting | str) -> str:
     """The denominator's definition: `witnessed at 0.01 by any of fuzz, kbv (the paper's accounting)`."""
     if Accounting(accounting) == Accounting.TOLERANCE:
-        return f"witnessed at {tolerance:g} by any of {', '.join(names)} (the paper's accounting)"
-    return f"witnessed by any of {', '.join(names)}, each at its own tolerance (the union accounting)"
+        return f"witnessed at {tolerance:g} by any of {', '.join(names)} ({accounting_words(accounting)})"
+    return f"witnessed by any of {', '.join(names)}, each at its own tolerance ({accounting_words(accounting)})"
 
 
 def denominator_words(names: list[str], n: int, tolerance: float, accounting: Accounting | str) -> str:
@@ -239,11 +244,12 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
     if vs is not None:
         # survivors the denominator fixes: a protocol outside it cannot add survivors of its own
         fixed = wit if protocol.name in {p.name for p in denominator} else witnessed(base)
-        report["vs"] = _versus(protocol, vs, matrices, wit, mine, fixed, vs_excluded or {})
+        other = run_protocol(vs, matrices)  # once, for the split and the ladder
+        report["vs"] = _versus(protocol, vs, matrices, wit, mine, fixed, vs_excluded or {}, other)
         fuzz = next((p for p in denominator if p.name == LADDER_BASELINE), None)
         if fuzz is not None and LADDER_BASELINE not in (protocol.name, vs.name):
             report["vs"]["ladder"] = _ladder(protocol, matrices, mine, base, run_protocol(fuzz, matrices),
-                                             run_protocol(vs, matrices), vs_excluded or {})
+                                             other, vs_excluded or {})
     return report
 
 
@@ -296,16 +302,15 @@ def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Ma
 
 
 def _versus(protocol: Protocol, vs: Protocol, matrices: list[Matrix], wit: dict[str, set[str]], mine: ProtocolResult,
-            fixed: dict[str, set[str]], vs_excluded: dict[str, str]) -> dict[str, Any]:
+            fixed: dict[str, set[str]], vs_excluded: dict[str, str], other: ProtocolResult) -> dict[str, Any]:
     """The gain over `vs` split into inputs, reference and tolerance, and the knowledge-ladder
     figure: how many of the mutants `vs` lets through (of the `fixed` witnessed ones) this
     protocol kills.
 
     The split walks from `vs` to this protocol one change at a time: its inputs (judged as `vs`
     judges), then its reference environment (None when both use the same), then its tolerance and
-    comparison."""
+    comparison. `other` is `vs` run on `matrices`."""
     n = sum(len(w) for w in wit.values())
-    other = run_protocol(vs, matrices)
     mixed = run_protocol(vs, matrices, inputs_of=protocol)
     own_reference = mine.judging.reference if mine.judging else protocol.judge.reference
     same_reference = own_reference == vs.judge.reference

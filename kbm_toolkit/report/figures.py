@@ -15,12 +15,12 @@ from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, missing_words, provenance
 from kbm_toolkit.report.tables import html as table_html
-from kbm_toolkit.report.tables import official_of, submissions_table, table1, table2, table6
+from kbm_toolkit.report.tables import denominator_line, official_of, submissions_table, table1, table2, table6
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.overview import Overview
-from kbm_toolkit.analysis.score import audit_store, band_by_problems, run_protocol, scored
+from kbm_toolkit.analysis.score import accounting_words, audit_store, band_by_problems, run_protocol, scored
 from kbm_toolkit.analysis.suite import budget_curve, cover_sizes
 from kbm_toolkit.analysis.targets import ceiling_noise
 
@@ -242,10 +242,9 @@ def _caption(store: Any, accounting: Accounting) -> str:
     rows = store.cell_provenance()
     dates = sorted({r[k][:10] for r in rows for k in ("first", "last")})
     when = f"cells {dates[0]} to {dates[-1]}" if len(dates) > 1 else f"cells {dates[0]}" if dates else "no cells"
-    words = "the paper's accounting" if accounting == Accounting.TOLERANCE else "the union accounting"
     name = Path(store.path).name if store.path else "in-memory store"
     cached = re.fullmatch(r"(.+)-[0-9a-f]{16}-m\d+\.db", name)  # a shipped store's unpacked copy
-    return f"{'@' + cached[1] if cached else name}; {when}; witnesses in {words}"
+    return f"{'@' + cached[1] if cached else name}; {when}; witnesses in {accounting_words(accounting)}"
 
 
 def _short(key: str) -> str:
@@ -311,7 +310,7 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
                  + table_html(table1(store, official)))
     parts.append("<h2>Table 2: witnessed mutants by family, and the share each protocol misses</h2>"
                  + table_html(table2(audits)) + "<p>Denominators, as <code>kbm audit</code> counts them:</p><ul>"
-                 + "".join(f"<li>{e(name)}: {e(a['denominator_words'])}</li>" for name, a in audits.items()) + "</ul>")
+                 + "".join(f"<li>{e(denominator_line(name, a))}</li>" for name, a in audits.items()) + "</ul>")
     parts.append(f"<h2>Table 6: the problems where {e(official.get('protocol', ''))} misses the most witnessed "
                  "mutants</h2>" + table_html(table6(official)))
     if store.submission_count():
