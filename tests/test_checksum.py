@@ -122,8 +122,12 @@ def _cells_task(kernel) -> object:
     """A cell task reduced to what `_launch` uses, its mutant `m` bound to `kernel` (CPU tensors)."""
     from kbm_toolkit.evaluation.cell_task import _CellTask
 
+    class Queued:  # as `LoadedKernel.enqueue` is called
+        def enqueue(self, model, inputs):
+            return kernel(model, inputs)
+
     task = object.__new__(_CellTask)
-    task.margins, task.references, task.kernels = [("strict-fp32", "output", 1.0)], [], {"m": kernel}
+    task.margins, task.references, task.kernels = [("strict-fp32", "output", 1.0)], [], {"m": Queued()}
     return task
 
 
@@ -164,6 +168,21 @@ def test_a_launcher_that_breaks_the_contract_is_still_checked_for_writes(writes:
     assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (not writes)
     assert cell["outcome"] == "crash" and "crash_ms" in cell and "check_ms" in cell
     assert (cell["note"] == OVERWRITE_NOTE) is writes
+
+
+def test_a_launch_whose_error_comes_at_the_cells_one_wait_is_its_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the launch is queued, not waited for: an illegal address it makes surfaces at the read-back
+    from kbm_toolkit.cuda.readback import Readback
+
+    def fault(self) -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(Readback, "run", fault)
+    cell: dict = {}
+    launched = _cells_task(lambda model, inputs: torch.zeros(8))._launch({"id": "m"}, _built(), cell)
+    assert launched is False  # the context is gone: the worker is replaced
+    assert cell["outcome"] == "crash" and "illegal memory access" in cell["note"]
+    assert "crash_ms" in cell and "ms" not in cell and "check_ms" not in cell
 
 
 def test_a_queued_watch_reads_its_own_words_of_the_shared_buffer() -> None:

@@ -157,12 +157,20 @@ class LoadedKernel:
                          else substrate.launcher_from(launcher_source))
 
     def __call__(self, model: Any, inputs: list[Any]) -> Any:
-        """The output of the launcher; raises ContractViolation if it computes with torch."""
+        """The output of the launcher, its kernels finished; raises ContractViolation if it computes
+        with torch."""
+        import torch
+
+        out = self.enqueue(model, inputs)
+        torch.cuda.synchronize()
+        return out
+
+    def enqueue(self, model: Any, inputs: list[Any]) -> Any:
+        """The output of the launcher, its kernels queued on torch's current stream and maybe still
+        running: a CUDA error they raise comes at the next synchronisation."""
         import torch
 
         if isinstance(self.kernels, PlacedKernels):
             self.kernels.restart()
         with torch.no_grad(), guard(str(self.substrate.launcher_path)):
-            out = self.launcher(self.kernels, model, *inputs)
-        torch.cuda.synchronize()
-        return out
+            return self.launcher(self.kernels, model, *inputs)

@@ -310,6 +310,34 @@ def queue_compared(readback: Any, out: Any, ref: Any, others: dict[str, Any], ma
     return read
 
 
+class _Timed:
+    """A mutant's launch, queued between two CUDA events: its host time now, its GPU time once
+    the cell's read-back has waited for it (none off the GPU, where tests run it on CPU tensors)."""
+
+    def __init__(self, cuda: bool) -> None:
+        self.cuda = cuda
+        self.host_s = 0.0
+        self._events: tuple[Any, Any] | None = None
+
+    def enqueue(self, kernel: Any, built: Built) -> Any:
+        """Queue `kernel` on `built`'s model and inputs; its output."""
+        import torch
+
+        start = time.perf_counter()
+        if self.cuda:
+            self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            self._events[0].record()
+        out = kernel.enqueue(built.model, built.inputs)
+        if self._events is not None:
+            self._events[1].record()
+        self.host_s = time.perf_counter() - start
+        return out
+
+    def gpu_ms(self) -> float:
+        """The launch's GPU time (after a synchronisation), 0 off the GPU."""
+        return self._events[0].elapsed_time(self._events[1]) if self._events is not None else 0.0
+
+
 class _CellTask:
     """One task in a worker: its problem, the correct kernel, the mutants' kernels as they load, and
     which pairs are done or needless."""
@@ -497,7 +525,11 @@ class _CellTask:
     def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any]) -> bool:
         """Load mutant `m`, launch it, compare its output and check that it left its inputs, weights
         and references as it found them, into `cell`; False where a CUDA error left the context
-        unusable or the mutant wrote over what it must not."""
+        unusable or the mutant wrote over what it must not.
+
+        The launch is queued, not waited for: its comparison and checksums queue behind it and the
+        host waits once for all three (`_judge`). Where workers share a GPU, every wait can also be
+        a wait for another worker's time slice."""
         import torch
 
         start, judged = time.perf_counter(), False
@@ -505,15 +537,14 @@ class _CellTask:
             kernel = self._kernel(m)  # loading its image is not the launch: timed apart
             cell["load_ms"] = (time.perf_counter() - start) * 1000
             start = time.perf_counter()
+            timed = _Timed(built.ref.is_cuda)
             try:
-                out = kernel(built.model, built.inputs)
+                out = timed.enqueue(kernel, built)
             except torch.OutOfMemoryError:  # maybe another worker's peak: free the cache, try once more
                 torch.cuda.empty_cache()
                 start = time.perf_counter()
-                out = kernel(built.model, built.inputs)
-            cell["ms"] = (time.perf_counter() - start) * 1000
-            start = time.perf_counter()
-            cmp, margins, overwritten = self._judge(out, built, cell)
+                out = timed.enqueue(kernel, built)
+            cmp, margins, overwritten = self._judge(out, built, cell, timed)
             judged = True
             cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs,
                         compared_bytes=_compared_bytes(out, built))
@@ -530,7 +561,7 @@ class _CellTask:
                         crash_ms=(time.perf_counter() - start) * 1000)
             torch.cuda.empty_cache()
         except Exception as e:  # a CUDA error: the context is gone for good
-            # crash_ms: from the launch (or the compare that surfaced its error) until the error came
+            # crash_ms: from the launch until its error came (at the cell's one wait, or before)
             cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}",
                         crash_ms=(time.perf_counter() - start) * 1000)
             return False
@@ -551,11 +582,12 @@ class _CellTask:
         cell["check_ms"] = (time.perf_counter() - start) * 1000
         return intact
 
-    def _judge(self, out: Any, built: Built, cell: dict[str, Any]) -> tuple[Any, dict[str, float], bool]:
+    def _judge(self, out: Any, built: Built, cell: dict[str, Any],
+               timed: "_Timed") -> tuple[Any, dict[str, float], bool]:
         """The comparisons of `out` and whether the launch wrote over what `built` watches, their
-        kernels queued together and read back once (`cuda.readback`): one wait for the GPU, not two.
-        `cell` gets `compare_ms` and `check_ms`: each part's own queueing, and the one wait split
-        between them by their kernels' GPU time."""
+        kernels queued behind the launch (`timed`) and read back once (`cuda.readback`): one wait
+        for the GPU. `cell` gets `ms`, `compare_ms` and `check_ms`: each part's own queueing, and
+        the one wait split between them by their kernels' GPU time."""
         from kbm_toolkit.cuda.readback import Readback
 
         readback = Readback()
@@ -565,14 +597,15 @@ class _CellTask:
         queued = time.perf_counter()
         read_overwritten = built.watch.queue_changed(readback)
         checked = time.perf_counter()
-        readback.run()
+        readback.run()  # the launch's own CUDA error, if any, comes here
         cmp, margins = read_comparisons()
         overwritten = read_overwritten()
         wait = time.perf_counter() - checked
-        gpu_compare, gpu_check = sum(readback.gpu_ms[:compares]), sum(readback.gpu_ms[compares:])
-        share = gpu_compare / (gpu_compare + gpu_check) if gpu_compare + gpu_check > 0 else 0.5
-        cell["compare_ms"] = (queued - began + wait * share) * 1000
-        cell["check_ms"] = (checked - queued + wait * (1 - share)) * 1000
+        gpu = [timed.gpu_ms(), sum(readback.gpu_ms[:compares]), sum(readback.gpu_ms[compares:])]
+        shares = [g / sum(gpu) for g in gpu] if sum(gpu) > 0 else [1.0, 0.0, 0.0]
+        cell["ms"] = (timed.host_s + wait * shares[0]) * 1000
+        cell["compare_ms"] = (queued - began + wait * shares[1]) * 1000
+        cell["check_ms"] = (checked - queued + wait * shares[2]) * 1000
         return cmp, margins, overwritten
 
     def _kernel(self, m: dict[str, Any]) -> Any:
