@@ -1,5 +1,7 @@
 BLOCK = 256
-TILE = 32
+TILE_M = 64  # kernel.cu's output tile, computed by 16 x 16 threads
+TILE_N = 64
+THREADS = 16
 
 
 def _pair(v):
@@ -21,7 +23,7 @@ def conv2d(k, conv, x):
     m = n * oh * ow
     k.conv2d_igemm(x, conv.weight.contiguous(), conv.bias, y, n, cin, h, w, cout, oh, ow, kh, kw,
                    sh, sw, ph, pw, dh, dw,
-                   grid=(k.cdiv(m, TILE), k.cdiv(cout, TILE)), block=(TILE, TILE))
+                   grid=(k.cdiv(m, TILE_M), k.cdiv(cout, TILE_N)), block=(THREADS, THREADS))
     return y
 
 
@@ -64,7 +66,7 @@ def linear(k, lin, x):
     N = lin.weight.shape[0]
     y = k.empty(M, N, dtype=x.dtype)
     k.linear_forward(x, lin.weight.contiguous(), lin.bias, y, M, N, K,
-                     grid=(k.cdiv(N, TILE), k.cdiv(M, TILE)), block=(TILE, TILE))
+                     grid=(k.cdiv(N, TILE_N), k.cdiv(M, TILE_M)), block=(THREADS, THREADS))
     return y
 
 
