@@ -110,10 +110,12 @@ def _as_recorded_format(text: str) -> str:
     """`kbm report --tables` in the record's words: Table 1's witnessed row unnamed, Table 2 with
     one `witnessed` column (the first protocol's denominator; each protocol's own agree with it in
     the union accounting, where they differ only by problems a protocol cannot referee) and bare
-    percentages, no list of denominators and no Table 6."""
+    percentages, no list of denominators, no Table 6 and no section on what no input witnesses."""
     text = re.sub(r"\| of which witnessed by any of [^|]*\(the union accounting\) \|", "| of which witnessed |", text)
     text = re.sub(r"\n\nDenominators \(as `kbm audit` counts them\):\n\n(- [^\n]*\n?)+", "\n", text)
-    text = re.sub(r"\n*Table 6: [^\n]*\n\n(\|[^\n]*\n?)+", "\n", text).rstrip("\n") + "\n"
+    text = re.sub(r"\n*Table 6: [^\n]*\n\n(\|[^\n]*\n?)+", "\n", text)
+    text = re.sub(r"\n*What no input witnesses: [^\n]*\n\n(\|[^\n]*\n?)+\nExamples [^\n]*\n\n(- [^\n]*\n?)+", "\n",
+                  text).rstrip("\n") + "\n"
     lines = text.split("\n")
     start = lines.index("Table 2: witnessed mutants by family, and the share each protocol misses") + 2
     header = lines[start].split(" | ")

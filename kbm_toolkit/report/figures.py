@@ -15,7 +15,9 @@ from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, missing_words, provenance
 from kbm_toolkit.report.tables import html as table_html
-from kbm_toolkit.report.tables import denominator_line, official_of, submissions_table, table1, table2, table6
+from kbm_toolkit.report.tables import html_text
+from kbm_toolkit.report.tables import (denominator_line, official_of, submissions_table, table1, table2, table6,
+                                       unwitnessed_section)
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
@@ -210,7 +212,8 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
                         _depth_figure(plt, depth(official, refereed, denominator, accounting), out, caption)))
 
     page = out / "index.html"
-    page.write_text(_html(store, audits, figures, protocols))
+    left = unwitnessed_section(store, matrices, denominator, audits[official.name]["excluded"])
+    page.write_text(_html(store, audits, figures, protocols, left))
     return page
 
 
@@ -285,7 +288,7 @@ def _label(audit: dict[str, Any]) -> str:
 
 
 def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str, list[str]]],
-          protocols: list[Protocol]) -> str:
+          protocols: list[Protocol], unwitnessed: tuple[str, Any, list[str]]) -> str:
     e = html.escape
     parts = ["<!doctype html><meta charset='utf-8'><title>kbm report</title>",
              "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
@@ -313,6 +316,9 @@ def _html(store: Any, audits: dict[str, dict[str, Any]], figures: list[tuple[str
                  + "".join(f"<li>{e(denominator_line(name, a))}</li>" for name, a in audits.items()) + "</ul>")
     parts.append(f"<h2>Table 6: the problems where {e(official.get('protocol', ''))} misses the most witnessed "
                  "mutants</h2>" + table_html(table6(official)))
+    title, table, examples = unwitnessed
+    parts.append(f"<h2>{e(title)}</h2>" + table_html(table) + "<p>Examples (<code>kbm show ID</code>):</p><ul>"
+                 + "".join(f"<li>{html_text(x)}</li>" for x in examples) + "</ul>")
     if store.submission_count():
         parts.append(f"<h2>Submissions: the {store.submission_count():,} that kbm verify judged, by each protocol's "
                      "verdict</h2>" + table_html(submissions_table(store, protocols)))

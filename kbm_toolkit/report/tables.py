@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import html as escape
 import re
-from typing import Any
+from collections import Counter
+from typing import Any, Iterable
 
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, Survival, depth
 from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit_store
 from kbm_toolkit.analysis.submissions import NOT_CHECKED, submission_verdicts, verdict_counts
+from kbm_toolkit.analysis.unwitnessed import CHANGED, NOT_RUN, SAME, FamilyRemainder, unwitnessed
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, sample_words
 from kbm_toolkit.vocabulary import FAMILIES, Accounting, Verdict
@@ -115,6 +117,42 @@ def table6(official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, .
     return ("problem", "witnessed", f"missed by {official['protocol']}", "missed %", "families missed"), rows
 
 
+def table_unwitnessed(found: dict[str, FamilyRemainder]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Per family: distinct mutants, those no input witnesses, and of those how many gave the
+    correct kernel's margin on every input (equivalence candidates), changed the output within
+    every tolerance (oracle-blindness candidates), or have no cell on a valid input."""
+    def row(label: str, distinct: int, kinds: Any) -> tuple[str, ...]:
+        n = sum(kinds.values())
+        return (label, f"{distinct:,}", f"{n:,} ({100 * n / distinct:.1f}%)" if distinct else "–",
+                *(f"{kinds[k]:,}" for k in (SAME, CHANGED, NOT_RUN)))
+
+    rows = [row(f, r.distinct, r.kinds) for f, r in found.items()]
+    rows.append(row("all", sum(r.distinct for r in found.values()), sum((r.kinds for r in found.values()), Counter())))
+    return ("family", "distinct", "unwitnessed", "the correct kernel's margin on every input",
+            "changed, within every tolerance", "not run on a valid input"), rows
+
+
+def unwitnessed_section(store: Any, matrices: list[Any], denominator: list[Protocol],
+                        excluded: Iterable[str]) -> tuple[str, tuple[tuple[str, ...], list[tuple[str, ...]]], list[str]]:
+    """The report's section on what no input witnesses: its title, its table, its examples."""
+    found = unwitnessed(store, matrices, denominator, excluded)
+    title = (f"What no input witnesses: distinct mutants that no valid input of "
+             f"{', '.join(sorted(p.name for p in denominator))} kills at that protocol's own tolerance, "
+             "by what their cells show")
+    return title, table_unwitnessed(found), unwitnessed_examples(found)
+
+
+def unwitnessed_examples(found: dict[str, FamilyRemainder]) -> list[str]:
+    """One line per example: its family and kind, id, problem and site, and its largest margin."""
+    lines = []
+    for family, r in found.items():
+        for kind in (CHANGED, SAME):
+            for x in r.examples.get(kind, []):
+                margin = f", largest margin {x['margin']:.2e}" if x["margin"] is not None else ""
+                lines.append(f"{family}, {kind}: `{x['id'][:12]}` {x['name']}{margin}")
+    return lines
+
+
 def denominator_line(name: str, audit: dict[str, Any]) -> str:
     """`kbv: 16,890 mutants witnessed at 0.001 by any of … (incomplete: …)`: what a protocol's
     figures are over, in the Markdown list and the HTML page alike."""
@@ -145,12 +183,12 @@ def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
 def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
     """A table as HTML."""
     header, rows = table
-    cells = ["<tr>" + "".join(f"<th>{_html_text(h)}</th>" for h in header) + "</tr>"]
-    cells += ["<tr>" + "".join(f"<td>{_html_text(v)}</td>" for v in r) + "</tr>" for r in rows]
+    cells = ["<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in header) + "</tr>"]
+    cells += ["<tr>" + "".join(f"<td>{html_text(v)}</td>" for v in r) + "</tr>" for r in rows]
     return "<table>" + "".join(cells) + "</table>"
 
 
-def _html_text(text: str) -> str:
+def html_text(text: str) -> str:
     """A cell's Markdown text as HTML: escaped, with `code` spans marked up."""
     return re.sub(r"`([^`]*)`", r"<code>\1</code>", escape.escape(text))
 
@@ -181,6 +219,8 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
             f"{denominators_markdown(audits)}\n\n"
             f"Table 6: the problems where {official.name} misses the most witnessed mutants\n\n"
             f"{markdown(table6(audits[official.name]))}")
+    title, table, examples = unwitnessed_section(store, matrices, denominator, audits[official.name]["excluded"])
+    text += f"\n\n{title}\n\n{markdown(table)}\n\nExamples (`kbm show ID`):\n\n" + "\n".join(f"- {x}" for x in examples)
     if networks:
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
         text += (f"\n\nTable 5: whole networks against single operators, {official.name}, over the mutants "

@@ -165,6 +165,20 @@ class KillMatrix(Tables):
             "left join input_checks k on k.input = c.input and k.substrate_hash = :h "
             "where c.mutant = :m order by i.label", {"m": mutant_id, "h": substrate_hash}))
 
+    def margins_beside_correct(self, mutant_ids: Iterable[str]) -> dict[str, list[tuple[str, str, float | None, float]]]:
+        """mutant id → (input, outcome, margin, the correct kernel's margin) of each cell on an input
+        valid for the mutant's substrate: whether a surviving mutant changed the output at all."""
+        ids, found = list(mutant_ids), defaultdict(list)
+        for at in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[at:at + 500]
+            for mutant, input_id, outcome, margin, correct in self.db.execute(
+                    "select c.mutant, c.input, c.outcome, c.margin, k.margin from cells c join mutants m on m.id = c.mutant "
+                    "join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "
+                    f"where k.valid = 1 and k.margin is not null and c.mutant in ({', '.join('?' * len(chunk))})",
+                    chunk):
+                found[mutant].append((input_id, outcome, margin, correct))
+        return dict(found)
+
     def matrix_rows(self, floor: float | None = None, full_rows: bool = False,
                     sample: float | None = None, details: bool = False) -> dict[str, dict[str, Any]]:
         """Per problem with scored mutants, what scoring reads: its row, its scored mutants, its input
