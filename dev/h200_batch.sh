@@ -32,6 +32,8 @@
 #                                           shards (the demo pool as one run and as two shards merged; their cells compared)
 #                                           l3-pool (issue 28's pool, resumable from a carried .kbm/l3-live.db.xz)
 #                                           l3-targets (kbm targets on level 3, run on kernelbench's survivors there)
+#                                           l3-problem (one reworked network, L3_PROBLEM, mutated on the CPU into the
+#                                           carried store: its gate, its share of the pool, its targets)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -73,6 +75,8 @@ l3_store() {  # the level-3 store: the carried live one, else the shipped one, e
     elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then xz -dc kbm_toolkit/data/kernelbench-level3.db.xz > /tmp/l3-live.db
     else cp .kbm/gate.db /tmp/l3-live.db; fi
 }
+kb3() { python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
+            --kbv third_party/kernel_bench_verified "$@"; }
 l3_pack() {  # the level-3 store back, as l3-live.db.xz
     python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
     xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz"
@@ -136,16 +140,19 @@ for step in "$@"; do
                 > "$OUT/logs/kb-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n1 "$OUT/logs/kb-targets-run.txt")" ;;
         kb-deep)  # issue 29 part 2, the deep witness search, resumable from the carried store (KB_SEED, e.g. the
-                  # shipped one unpacked): fuzz-shapes on every mutant (--first-kill: audits stay exact), then
-                  # `kbm targets`' inputs on every mutant kernelbench misses, witnessed or not
+                  # shipped one unpacked): fuzz-shapes on every mutant of the DEEP_SAMPLE share (default 0.1: the
+                  # share kb-targets ran on; --first-kill: audits stay exact), then `kbm targets`' inputs on every
+                  # mutant of it kernelbench misses, witnessed or not
             kb_store
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
-                run --inputs fuzz-shapes --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/kb-deep-shapes.txt" 2>&1
+                run --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" --workers "${WORKERS:-2}" \
+                > "$OUT/logs/kb-deep-shapes.txt" 2>&1
             echo "fuzz-shapes: exit $?; $(tail -n2 "$OUT/logs/kb-deep-shapes.txt" | head -n1)"
             [ "$(left)" -gt 90 ] && { python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 targets --emit .kbm/kb-targets > "$OUT/logs/kb-deep-targets.txt" 2>&1
                 stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
-                    run --inputs .kbm/kb-targets --survivors-of kernelbench --first-kill --workers "${WORKERS:-2}" \
+                    run --inputs .kbm/kb-targets --survivors-of kernelbench --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
+                    --workers "${WORKERS:-2}" \
                     > "$OUT/logs/kb-deep-run.txt" 2>&1
                 echo "targets on kernelbench's survivors: exit $?; $(tail -n2 "$OUT/logs/kb-deep-run.txt" | head -n1)"; } ;;
         kb-mutate)  # as `kbm mutate` builds the pool, on this host's cores; the kill matrix is timed by kb-pool
@@ -275,8 +282,6 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                   # travels as .kbm/l3-live.db.xz (carry it; without it the
                   # first call starts from the shipped @kernelbench-level3, else from .kbm/gate.db and mutates)
             l3_store
-            kb3() { python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
-                        --kbv third_party/kernel_bench_verified "$@"; }
             if [ "$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/l3-live.db').execute(
                     \"select count(*) from sqlite_master where name = 'mutants'\").fetchone()[0] and sqlite3.connect(
                     '/tmp/l3-live.db').execute(\"select count(*) from mutants where problem like 'level3/%'\").fetchone()[0])")" = 0 ]; then
@@ -288,6 +293,22 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} \
                 > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
             echo "run --level level3: exit $? (130: stopped at the call's limit; the next call resumes)"
+            l3_pack ;;
+        l3-problem)  # issue 28: a network whose substrate changed, mutated on the CPU (`kbm mutate --ungated
+                     # L3_PROBLEM` into the carried .kbm/l3-live.db.xz): its gate at the new source, the pool's
+                     # inputs on its L3_SAMPLE share (default 0.01, as the shipped store's 1% networks), its
+                     # targets (ceilings and checks against the new substrate) on kernelbench's survivors
+            l3_store
+            stop_at "$(( $(left) - 60 ))" kb3 gate --resume --timeout 150 "$L3_PROBLEM" > "$OUT/logs/l3-problem-gate.txt" 2>&1
+            echo "gate $L3_PROBLEM: exit $?; $(grep -E 'passed|failed|unrefereeable' "$OUT/logs/l3-problem-gate.txt" | tail -n 1)"
+            stop_at "$(( $(left) - 60 ))" kb3 run "$L3_PROBLEM" --inputs kernelbench,kbv,fuzz --sample "${L3_SAMPLE:-0.01}" \
+                --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-problem-run.txt" 2>&1
+            echo "run: exit $?; $(tail -n 2 "$OUT/logs/l3-problem-run.txt" | head -n 1)"
+            stop_at "$(( $(left) - 60 ))" kb3 targets "$L3_PROBLEM" --out .kbm/l3-targets-one > "$OUT/logs/l3-problem-targets.txt" 2>&1
+            echo "targets: exit $?; $(tail -n 1 "$OUT/logs/l3-problem-targets.txt")"
+            stop_at "$(( $(left) - 45 ))" kb3 run "$L3_PROBLEM" --inputs .kbm/l3-targets-one --survivors-of kernelbench \
+                --sample "${L3_SAMPLE:-0.01}" --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-problem-targets-run.txt" 2>&1
+            echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-problem-targets-run.txt" | head -n 1)"
             l3_pack ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
