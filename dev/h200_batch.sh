@@ -75,8 +75,9 @@ l3_store() {  # the level-3 store: the carried live one, else the shipped one, e
     elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then xz -dc kbm_toolkit/data/kernelbench-level3.db.xz > /tmp/l3-live.db
     else cp .kbm/gate.db /tmp/l3-live.db; fi
 }
-kb3() { python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
-            --kbv third_party/kernel_bench_verified "$@"; }
+KB3=(python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench
+     --kbv third_party/kernel_bench_verified)  # an array, not a function: `timeout` (stop_at) runs only programs
+kb3() { "${KB3[@]}" "$@"; }
 l3_pack() {  # the level-3 store back, as l3-live.db.xz
     python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
     xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz"
@@ -145,7 +146,7 @@ for step in "$@"; do
                   # mutant of it kernelbench misses, witnessed or not
             kb_store
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
-                run --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" --workers "${WORKERS:-2}" \
+                run --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" --workers "${SHAPES_WORKERS:-1}" \
                 > "$OUT/logs/kb-deep-shapes.txt" 2>&1
             echo "fuzz-shapes: exit $?; $(tail -n2 "$OUT/logs/kb-deep-shapes.txt" | head -n1)"
             [ "$(left)" -gt 90 ] && { python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
@@ -299,14 +300,14 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                      # inputs on its L3_SAMPLE share (default 0.01, as the shipped store's 1% networks), its
                      # targets (ceilings and checks against the new substrate) on kernelbench's survivors
             l3_store
-            stop_at "$(( $(left) - 60 ))" kb3 gate --resume --timeout 150 "$L3_PROBLEM" > "$OUT/logs/l3-problem-gate.txt" 2>&1
+            stop_at "$(( $(left) - 60 ))" "${KB3[@]}" gate --resume --timeout 150 "$L3_PROBLEM" > "$OUT/logs/l3-problem-gate.txt" 2>&1
             echo "gate $L3_PROBLEM: exit $?; $(grep -E 'passed|failed|unrefereeable' "$OUT/logs/l3-problem-gate.txt" | tail -n 1)"
-            stop_at "$(( $(left) - 60 ))" kb3 run "$L3_PROBLEM" --inputs kernelbench,kbv,fuzz --sample "${L3_SAMPLE:-0.01}" \
+            stop_at "$(( $(left) - 60 ))" "${KB3[@]}" run "$L3_PROBLEM" --inputs kernelbench,kbv,fuzz --sample "${L3_SAMPLE:-0.01}" \
                 --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-problem-run.txt" 2>&1
             echo "run: exit $?; $(tail -n 2 "$OUT/logs/l3-problem-run.txt" | head -n 1)"
-            stop_at "$(( $(left) - 60 ))" kb3 targets "$L3_PROBLEM" --out .kbm/l3-targets-one > "$OUT/logs/l3-problem-targets.txt" 2>&1
+            stop_at "$(( $(left) - 60 ))" "${KB3[@]}" targets "$L3_PROBLEM" --out .kbm/l3-targets-one > "$OUT/logs/l3-problem-targets.txt" 2>&1
             echo "targets: exit $?; $(tail -n 1 "$OUT/logs/l3-problem-targets.txt")"
-            stop_at "$(( $(left) - 45 ))" kb3 run "$L3_PROBLEM" --inputs .kbm/l3-targets-one --survivors-of kernelbench \
+            stop_at "$(( $(left) - 45 ))" "${KB3[@]}" run "$L3_PROBLEM" --inputs .kbm/l3-targets-one --survivors-of kernelbench \
                 --sample "${L3_SAMPLE:-0.01}" --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-problem-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-problem-targets-run.txt" | head -n 1)"
             l3_pack ;;
