@@ -20,7 +20,7 @@ from kbm_toolkit.protocols.registry import all_protocols
 
 SIZE = (120, 34)
 FIGURES = ("missed_by_family", "problem_miss_curve", "miss_patterns", "band_by_problems", "budget_curve",
-           "cover_sizes", "ceiling_noise", "blind_band")
+           "cover_sizes", "ceiling_noise", "blind_band", "blind_band_by_length")
 
 
 async def screens(store: Path, out: Path) -> list[Path]:

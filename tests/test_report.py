@@ -22,8 +22,8 @@ def test_report_draws_every_figure_and_the_tables(tmp_path: Path, demo: ProblemS
     result = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "report", "--out", str(out),
                                       "-a", "kernelbench", "-a", "kbv"])
     assert result.exit_code == 0, result.output
-    for name in ("missed_by_family", "problem_miss_curve", "budget_curve", "blind_band", "miss_patterns",
-                 "band_by_problems", "cover_sizes"):
+    for name in ("missed_by_family", "problem_miss_curve", "budget_curve", "blind_band", "blind_band_by_length",
+                 "miss_patterns", "band_by_problems", "cover_sizes"):
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.svg").is_file()
     page = (out / "index.html").read_text()
     assert "Table 1: the mutation pipeline" in page and "Table 2" in page

@@ -25,6 +25,7 @@ from kbm_toolkit.analysis.overview import Overview
 from kbm_toolkit.analysis.score import accounting_words, audit_store, band_by_problems, run_protocol, scored
 from kbm_toolkit.analysis.suite import budget_curve, cover_sizes
 from kbm_toolkit.analysis.targets import ceiling_noise
+from kbm_toolkit.analysis.vacuity import RAND_ROW_PEAK, crossover, normalized_rows, zeros_pass
 
 STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
 
@@ -181,6 +182,8 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     figures.append(("Blind band", _save(fig, out, "blind_band")))
     plt.close(fig)
 
+    figures.append(("Blind band against reduction length", _vacuity_figure(plt, matrices, at, official, out, caption)))
+
     noise = ceiling_noise(matrices)
     if any(noise.values()):
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -215,6 +218,37 @@ def write_report(store: Any, protocols: list[Protocol], out: Path, budget_tolera
     left = unwitnessed_section(store, matrices, denominator, audits[official.name]["excluded"])
     page.write_text(_html(store, audits, figures, protocols, left))
     return page
+
+
+def _vacuity_figure(plt: Any, matrices: list[Any], at: dict[float, list[str]], official: Protocol,
+                    out: Path, caption: str) -> list[str]:
+    """The paper's Fig. 2b, left: an all-zeros output's error on a torch.rand softmax row (its
+    largest |f|, about e / ((e - 1) d)) against each tolerance's line, with the stored problems
+    whose rows sum to one at their `dim` (filled: `official`'s check fires on zeros, open: it passes them)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    fig.suptitle(caption, fontsize=8)
+    lengths = [2.0 ** k for k in range(1, 21)]
+    ax.plot(lengths, [RAND_ROW_PEAK / d for d in lengths], color="tab:blue",
+            label="all-zeros error on a torch.rand softmax row: e / ((e - 1) d)")
+    for tolerance, names in at.items():
+        line = tolerance / (1 - tolerance)  # allclose at atol = rtol = t passes zeros when every |f| <= t / (1 - t)
+        ax.axhline(line, linestyle=":", linewidth=1, color="gray")
+        ax.text(lengths[0], line, f" {', '.join(names)}: passes zeros past d = {crossover(tolerance, tolerance):,.0f}",
+                va="bottom", fontsize=7)
+    for key, d, largest in normalized_rows(matrices):
+        fires = not zeros_pass(largest, official.judge.atol, official.judge.rtol)
+        ax.scatter([d], [largest], s=30, color="tab:red", facecolors="tab:red" if fires else "none")
+        ax.annotate(_short(key), (d, largest), fontsize=7, xytext=(4, 2), textcoords="offset points")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("reduction length d (the problem's dim)")
+    ax.set_ylabel("max |reference output| = an all-zeros output's error")
+    ax.set_title(f"Vacuity: under a line, an all-zeros output passes ({official.name}, official trials: "
+                 "open if it passes)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    files = _save(fig, out, "blind_band_by_length")
+    plt.close(fig)
+    return files
 
 
 def _upset_figure(plt: Any, data: Overview, out: Path, caption: str, top: int = 15) -> list[str]:

@@ -17,6 +17,9 @@ from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, sample_words
 from kbm_toolkit.vocabulary import FAMILIES, Accounting, Verdict
 
+Table = tuple[tuple[str, ...], list[tuple[str, ...]]]
+"""A table: its header and its rows."""
+
 OFFICIAL = "kernelbench"
 """The protocol Table 1, Table 5 and the depth figure are for when it is among those reported."""
 
@@ -29,7 +32,7 @@ def official_of(protocols: list[Protocol]) -> Protocol:
 
 def table1(store: Any, official: dict[str, Any],
            columns: list[tuple[str, str | None, bool, dict[str, Any]]] | None = None
-           ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+           ) -> Table:
     """Table 1 (header, rows): from generated mutants to the witnessed denominator and the
     official check's misses; with `columns` ((header, level, every level but it, its official
     audit) each), one column per part of the pool, as the paper's operator and architecture scales."""
@@ -71,7 +74,7 @@ def _table1_column(store: Any, official: dict[str, Any], level: str | None = Non
     return rows
 
 
-def table5(found: Depth) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table5(found: Depth) -> Table:
     """Table 5 (header, rows): survival of distinct mutants and misses of witnessed ones, at
     operator scale (levels 1–2) and at architecture scale (level 3), and level 3 by depth."""
     def row(label: str, s: Survival) -> tuple[str, ...]:
@@ -89,7 +92,7 @@ def _pct(value: float | None) -> str:
     return f"{value:.1f}%" if value is not None else "–"
 
 
-def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table2(audits: dict[str, dict[str, Any]]) -> Table:
     """Table 2 (header, rows): per family, the rules with a witness for the first protocol, and
     each protocol's missed % of its own denominator (`kbm audit`'s), with that denominator's size."""
     first = next(iter(audits.values()))
@@ -108,7 +111,7 @@ def table2(audits: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], list[tup
             *(f"{name} missed" + (" (incomplete)" if incomplete_words(a) else "") for name, a in audits.items())), rows
 
 
-def table6(official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table6(official: dict[str, Any]) -> Table:
     """Table 6 (header, rows): the problems where the official check misses the most witnessed
     mutants, with the families of those misses."""
     rows = [(r["problem"], f"{r['witnessed']:,}", f"{r['missed']:,}", f"{r['missed_pct']:.1f}%",
@@ -117,7 +120,7 @@ def table6(official: dict[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, .
     return ("problem", "witnessed", f"missed by {official['protocol']}", "missed %", "families missed"), rows
 
 
-def table_unwitnessed(found: dict[str, FamilyRemainder]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def table_unwitnessed(found: dict[str, FamilyRemainder]) -> Table:
     """Per family: distinct mutants, those no input witnesses, and of those how many gave the
     correct kernel's margin on every input (equivalence candidates), changed the output within
     every tolerance (oracle-blindness candidates), or have no cell on a valid input."""
@@ -127,13 +130,14 @@ def table_unwitnessed(found: dict[str, FamilyRemainder]) -> tuple[tuple[str, ...
                 *(f"{kinds[k]:,}" for k in (SAME, CHANGED, NOT_RUN)))
 
     rows = [row(f, r.distinct, r.kinds) for f, r in found.items()]
-    rows.append(row("all", sum(r.distinct for r in found.values()), sum((r.kinds for r in found.values()), Counter())))
+    total = sum((r.kinds for r in found.values()), Counter())
+    rows.append(row("all", sum(r.distinct for r in found.values()), total))
     return ("family", "distinct", "unwitnessed", "the correct kernel's margin on every input",
             "changed, within every tolerance", "not run on a valid input"), rows
 
 
 def unwitnessed_section(store: Any, matrices: list[Any], denominator: list[Protocol],
-                        excluded: Iterable[str]) -> tuple[str, tuple[tuple[str, ...], list[tuple[str, ...]]], list[str]]:
+                        excluded: Iterable[str]) -> tuple[str, Table, list[str]]:
     """The report's section on what no input witnesses: its title, its table, its examples."""
     found = unwitnessed(store, matrices, denominator, excluded)
     title = (f"What no input witnesses: distinct mutants that no valid input of "
@@ -165,14 +169,14 @@ def denominators_markdown(audits: dict[str, dict[str, Any]]) -> str:
     return "\n".join(f"- {denominator_line(name, a)}" for name, a in audits.items())
 
 
-def submissions_table(store: Any, protocols: list[Protocol]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def submissions_table(store: Any, protocols: list[Protocol]) -> Table:
     """Per protocol, how many of the submissions `kbm verify` judged it accepts, rejects, and so on."""
     counts = verdict_counts(submission_verdicts(store, protocols))
     words = [*Verdict.values(), NOT_CHECKED]
     return ("protocol", *words), [(name, *(f"{c[w]:,}" for w in words)) for name, c in counts.items()]
 
 
-def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
+def markdown(table: Table) -> str:
     """A table as Markdown, the first column left-aligned and the others right."""
     header, rows = table
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " if i == 0 else " ---: " for i in range(len(header))) + "|"]
@@ -180,7 +184,7 @@ def markdown(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
     return "\n".join(lines)
 
 
-def html(table: tuple[tuple[str, ...], list[tuple[str, ...]]]) -> str:
+def html(table: Table) -> str:
     """A table as HTML."""
     header, rows = table
     cells = ["<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in header) + "</tr>"]

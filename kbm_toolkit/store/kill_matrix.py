@@ -165,7 +165,8 @@ class KillMatrix(Tables):
             "left join input_checks k on k.input = c.input and k.substrate_hash = :h "
             "where c.mutant = :m order by i.label", {"m": mutant_id, "h": substrate_hash}))
 
-    def margins_beside_correct(self, mutant_ids: Iterable[str]) -> dict[str, list[tuple[str, str, float | None, float]]]:
+    def margins_beside_correct(self, mutant_ids: Iterable[str]
+                               ) -> dict[str, list[tuple[str, str, float | None, float]]]:
         """mutant id → (input, outcome, margin, the correct kernel's margin) of each cell on an input
         valid for the mutant's substrate: whether a surviving mutant changed the output at all."""
         ids, found = list(mutant_ids), defaultdict(list)
