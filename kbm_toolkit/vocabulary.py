@@ -114,6 +114,9 @@ class RecordKind(Word):
     """One (mutant, input) result."""
     POISONED = "poisoned"
     """A CUDA error left the worker's context unusable: a fresh worker takes over."""
+    UNBUILT = "unbuilt"
+    """An input could not be built for lack of GPU memory, twice: it stays unchecked, and the
+    problem's other inputs go on."""
     QUARANTINE = "quarantine"
     """A mutant crashed or hung on the probe input."""
     PROBLEM = "problem"

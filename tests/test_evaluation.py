@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import signal
 import subprocess
 import sys
@@ -154,6 +155,50 @@ def test_a_reference_that_meets_a_broken_context_leaves_its_input_unjudged(monke
     records = list(task.run())
     # the input is not called invalid (a reference that raises); a fresh worker builds it again
     assert [r["kind"] for r in records] == [RecordKind.POISONED] and records[0]["input"] == spec.id
+
+
+def test_an_input_too_large_to_build_stays_unchecked_and_the_others_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import kbm_toolkit.cuda.reference as reference
+    import kbm_toolkit.evaluation.cell_task as cell_task_module
+    from kbm_toolkit.vocabulary import RecordKind
+
+    task = cell_task_module._CellTask.__new__(cell_task_module._CellTask)  # no CUDA: only what _build reads
+    task.problem, task.references, task.models, task.valid = ProblemSet.discover().get("demo/3"), [], {}, {}
+    first, second = specs_for(task.problem)[:2]
+    tries: dict[str, int] = {}
+
+    def run_reference(problem: Any, spec: Any, models: Any) -> None:
+        tries[spec.id] = tries.get(spec.id, 0) + 1
+        if spec.id == first.id or tries[spec.id] == 1:  # the second input fits once the cache is freed
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.06 GiB")
+        raise ValueError("not this input")
+
+    monkeypatch.setattr(reference, "run_reference", run_reference)
+    task.specs, task.mutants, task.done, task.checked, task.recheck, task.settled = \
+        [first.record(), second.record()], [], set(), set(), {}, None
+    records = [r for r in task.run() if r["kind"] != RecordKind.TIME]
+    # the first is left unchecked (not called invalid) after two tries; the second is checked after its retry
+    assert [(r["kind"], r["input"]) for r in records] == [(RecordKind.UNBUILT, first.id), (RecordKind.INPUT, second.id)]
+    assert "out of GPU memory building input" in records[0]["note"] and not records[1]["valid"]
+    assert tries == {first.id: 2, second.id: 2}
+
+
+def test_a_run_keeps_the_cells_of_the_inputs_it_could_build_and_a_later_run_adds_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    problem = ProblemSet.discover().get("demo/3")
+    trials = {s.label: s.id for s in specs_for(problem)}
+    summary = evaluate(store, monkeypatch, {"unbuilt": [trials["trial 2"]]})
+    verdict = summary.problems[problem.key]
+    assert verdict.startswith("error: 1 of its inputs left unchecked, out of GPU memory building input")
+    on = Counter(i for _, i in cells(store))  # the probe's cells, and every mutant's on trials 1 and 3
+    assert (on[trials["trial 1"]], on[trials["trial 2"]], on[trials["trial 3"]]) == (len(ids), 0, len(ids))
+    assert trials["trial 2"] not in {r["input"] for r in store.db["input_checks"].rows}
+    again = evaluate(store, monkeypatch, {})
+    on = Counter(i for _, i in cells(store))
+    assert again.problems[problem.key] == "done" and on[trials["trial 2"]] == len(ids)
 
 
 def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -410,7 +410,21 @@ class _CellTask:
 
     def _build(self, spec: InputSpec) -> Records:
         """Build the input, its model and reference, and yield its `input` (or `rebuilt`) record;
-        return it built when it is valid, else None."""
+        return it built when it is valid, else None. Out of GPU memory twice (the cache freed
+        between), it yields an `unbuilt` record instead: the input stays unchecked, not invalid."""
+        import torch
+
+        for _ in range(2):  # the first may meet another worker's peak
+            try:
+                return (yield from self._build_once(spec))
+            except torch.OutOfMemoryError:
+                torch.cuda.empty_cache()
+        yield {"kind": RecordKind.UNBUILT, "input": spec.id,
+               "note": f"out of GPU memory building input {spec.id} ({spec.label}) and its reference"}
+        return None
+
+    def _build_once(self, spec: InputSpec) -> Records:
+        """`_build`'s one try, which raises torch.OutOfMemoryError where memory runs out."""
         import torch
 
         from kbm_toolkit.cuda.reference import run_reference
@@ -424,11 +438,9 @@ class _CellTask:
         else:
             try:
                 model, inputs, ref, check["ref_ms"] = run_reference(self.problem, spec, self.models)
-            except torch.OutOfMemoryError:  # about this GPU's load, not the input: leave it unchecked
-                raise KbmError(f"out of GPU memory building input {spec.id} ({spec.label}) and its reference; "
-                               "run again with fewer workers per GPU") from None
             except Exception as e:  # the reference rejects this input: it tests nothing
-                if cuda_error(e):  # unless the context is gone (an earlier mutant's stray write): not the input's
+                # unless the context is gone (an earlier mutant's stray write) or memory ran out: not the input's
+                if cuda_error(e) or isinstance(e, torch.OutOfMemoryError):
                     raise
                 check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
                 yield check

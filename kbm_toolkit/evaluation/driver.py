@@ -92,13 +92,20 @@ class _Driver:
         self.handlers: dict[str, Callable[[dict[str, Any]], bool | None]] = {
             RecordKind.INPUT: self._input, RecordKind.REBUILT: self._rebuilt, RecordKind.MARGINS: self._margins,
             RecordKind.START: self._start, RecordKind.CELL: self._cell, RecordKind.POISONED: self._poisoned,
-            RecordKind.TIME: self.emit}
+            RecordKind.UNBUILT: self._unbuilt, RecordKind.TIME: self.emit}
+        self.unbuilt: dict[str, str] = {}
+        """Inputs the worker could not build for lack of GPU memory (id -> why): left unchecked."""
 
     def verdict(self) -> str:
         """Send tasks until every pair is done: `done`, or `error: ...` when the worker cannot go on."""
         stuck = 0
         while True:
-            if _complete([m["id"] for m in self.mutants], self.specs, self.done, self.checked) and not self.recheck:
+            specs = [s for s in self.specs if s.id not in self.unbuilt]
+            if _complete([m["id"] for m in self.mutants], specs, self.done, self.checked) and not self.recheck:
+                if self.unbuilt:  # its other inputs' cells are stored; these wait for a run with more memory
+                    first, n = next(iter(self.unbuilt.values())), len(self.unbuilt)
+                    return (f"error: {n} of its inputs left unchecked, {first}{' (and the others alike)' if n > 1 else ''}"
+                            "; run again with fewer workers per GPU")
                 return "done"
             self.current, self.progressed = {}, False
             error = self._follow(self.worker.stream(self._task(), self._timeout))
@@ -113,7 +120,7 @@ class _Driver:
         plan, settled, checked = self.plan, self.settled, self.checked
         return {"problem": plan.problem.record(),
                 "substrate": str(plan.substrate.folder), "original": plan.original,
-                "specs": [s.record() for s in self.specs],
+                "specs": [s.record() for s in self.specs if s.id not in self.unbuilt],
                 "mutants": [{k: m.get(k) for k in ("id", "image", "kernel_source", "launcher_source", "launch")}
                             for m in self.mutants],
                 "done": sorted(self.done), "checked": sorted(checked), "rerun_crashers": self.rerun_crashers,
@@ -150,6 +157,11 @@ class _Driver:
                 self.settled.check(rec["input"], rec["margin"])
         self.emit(rec)
         self.progressed = True
+
+    def _unbuilt(self, rec: dict[str, Any]) -> None:
+        self.unbuilt[rec["input"]] = rec["note"]
+        self.recheck.pop(rec["input"], None)
+        self.progressed = True  # the task went on to the problem's other inputs
 
     def _rebuilt(self, rec: dict[str, Any]) -> None:
         self._prepare(rec["input"])
