@@ -31,10 +31,6 @@ class FamilyRemainder:
     kinds: Counter = field(default_factory=Counter)
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    @property
-    def unwitnessed(self) -> int:
-        return sum(self.kinds.values())
-
 
 def kind_of(cells: list[tuple[str, str, float | None, float]]) -> tuple[str, float | None]:
     """What a survivor's cells (input, outcome, margin, the correct kernel's margin) show, and
@@ -43,7 +39,7 @@ def kind_of(cells: list[tuple[str, str, float | None, float]]) -> tuple[str, flo
         return NOT_RUN, None
     margins = [m for _, _, m, _ in cells if m is not None]
     worst = max(margins) if margins else None
-    same = all(outcome == "pass" and margin is not None and math.isclose(margin, correct, rel_tol=1e-9, abs_tol=0.0)
+    same = all(outcome == "pass" and margin is not None and math.isclose(margin, correct, rel_tol=1e-9)
                for _, outcome, margin, correct in cells)
     return (SAME if same else CHANGED), worst
 

@@ -24,14 +24,19 @@ RAND_ROW_PEAK = math.e / (math.e - 1)
 """d times the largest softmax output of a row of d draws from U[0, 1), as d grows."""
 
 
+def zeros_line(atol: float, rtol: float) -> float:
+    """The largest |reference output| under which an all-zeros output passes allclose."""
+    return atol / (1 - rtol)
+
+
 def zeros_pass(largest: float, atol: float, rtol: float) -> bool:
     """Whether an all-zeros output passes allclose against a reference whose largest |f| is `largest`."""
-    return largest * (1 - rtol) <= atol
+    return largest <= zeros_line(atol, rtol)
 
 
 def crossover(atol: float, rtol: float) -> float:
     """The reduction length past which an all-zeros output passes a torch.rand softmax row's check."""
-    return RAND_ROW_PEAK * (1 - rtol) / atol
+    return RAND_ROW_PEAK / zeros_line(atol, rtol)
 
 
 def normalized_rows(matrices: list[Any]) -> list[tuple[str, int, float]]:

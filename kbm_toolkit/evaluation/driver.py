@@ -104,8 +104,9 @@ class _Driver:
             if _complete([m["id"] for m in self.mutants], specs, self.done, self.checked) and not self.recheck:
                 if self.unbuilt:  # its other inputs' cells are stored; these wait for a run with more memory
                     first, n = next(iter(self.unbuilt.values())), len(self.unbuilt)
-                    return (f"error: {n} of its inputs left unchecked, {first}{' (and the others alike)' if n > 1 else ''}"
-                            "; run again with fewer workers per GPU")
+                    alike = " (and the others alike)" if n > 1 else ""
+                    return f"error: {n} of its inputs left unchecked, {first}{alike}; run again with fewer workers " \
+                           "per GPU"
                 return "done"
             self.current, self.progressed = {}, False
             error = self._follow(self.worker.stream(self._task(), self._timeout))

@@ -15,9 +15,8 @@ from kbm_toolkit.outputs import output_folder
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.report.audit import incomplete_words, missing_words, provenance
 from kbm_toolkit.report.tables import html as table_html
-from kbm_toolkit.report.tables import html_text
-from kbm_toolkit.report.tables import (denominator_line, official_of, submissions_table, table1, table2, table6,
-                                       unwitnessed_section)
+from kbm_toolkit.report.tables import (denominator_line, html_text, official_of, submissions_table, table1, table2,
+                                       table6, unwitnessed_section)
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.depth import ARCHITECTURE_LEVEL, Depth, depth
 from kbm_toolkit.analysis.matrix import load_matrices
@@ -25,7 +24,7 @@ from kbm_toolkit.analysis.overview import Overview
 from kbm_toolkit.analysis.score import accounting_words, audit_store, band_by_problems, run_protocol, scored
 from kbm_toolkit.analysis.suite import budget_curve, cover_sizes
 from kbm_toolkit.analysis.targets import ceiling_noise
-from kbm_toolkit.analysis.vacuity import RAND_ROW_PEAK, crossover, normalized_rows, zeros_pass
+from kbm_toolkit.analysis.vacuity import RAND_ROW_PEAK, crossover, normalized_rows, zeros_line, zeros_pass
 
 STAGES = ("compile_error", "duplicate", "equivalent", "quarantined", "distinct")
 
@@ -231,7 +230,7 @@ def _vacuity_figure(plt: Any, matrices: list[Any], at: dict[float, list[str]], o
     ax.plot(lengths, [RAND_ROW_PEAK / d for d in lengths], color="tab:blue",
             label="all-zeros error on a torch.rand softmax row: e / ((e - 1) d)")
     for tolerance, names in at.items():
-        line = tolerance / (1 - tolerance)  # allclose at atol = rtol = t passes zeros when every |f| <= t / (1 - t)
+        line = zeros_line(tolerance, tolerance)
         ax.axhline(line, linestyle=":", linewidth=1, color="gray")
         ax.text(lengths[0], line, f" {', '.join(names)}: passes zeros past d = {crossover(tolerance, tolerance):,.0f}",
                 va="bottom", fontsize=7)
