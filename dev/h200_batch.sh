@@ -13,8 +13,8 @@
 #                                           with --first-kill)
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
 #                                           witnessed survivors: the knowledge ladder)
-#                                           kb-deep (issue 29's deep witness search: fuzz-shapes on every mutant, then
-#                                           the targeted inputs on every official survivor; resumable)
+#                                           kb-deep (issue 29's deep witness search on the DEEP_SAMPLE share: fuzz-shapes
+#                                           on its mutants, then the targeted inputs on its official survivors; resumable)
 #                                           kb-refcheck (KernelBench references against fp64)
 #                                           kb-redo (cells measured after a restored write, again; then the
 #                                           first-kill gaps that opens; KB_SEED the shipped store, unpacked)
@@ -77,7 +77,6 @@ l3_store() {  # the level-3 store: the carried live one, else the shipped one, e
 }
 KB3=(python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench
      --kbv third_party/kernel_bench_verified)  # an array, not a function: `timeout` (stop_at) runs only programs
-kb3() { "${KB3[@]}" "$@"; }
 l3_pack() {  # the level-3 store back, as l3-live.db.xz
     python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-live.db').execute('pragma wal_checkpoint(TRUNCATE)')"
     xz -T0 -6 -c /tmp/l3-live.db > "$OUT/l3-live.db.xz"
@@ -286,11 +285,10 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             if [ "$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/l3-live.db').execute(
                     \"select count(*) from sqlite_master where name = 'mutants'\").fetchone()[0] and sqlite3.connect(
                     '/tmp/l3-live.db').execute(\"select count(*) from mutants where problem like 'level3/%'\").fetchone()[0])")" = 0 ]; then
-                kb3 mutate --level level3 > "$OUT/logs/l3-pool-mutate.txt" 2>&1
+                "${KB3[@]}" mutate --level level3 > "$OUT/logs/l3-pool-mutate.txt" 2>&1
                 echo "mutate --level level3: exit $?; $(tail -n 1 "$OUT/logs/l3-pool-mutate.txt")"
             fi
-            stop_at "$(( $(left) - 45 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
-                --kbv third_party/kernel_bench_verified run --level level3 --inputs "${L3_INPUTS:-kernelbench,kbv,fuzz}" \
+            stop_at "$(( $(left) - 45 ))" "${KB3[@]}" run --level level3 --inputs "${L3_INPUTS:-kernelbench,kbv,fuzz}" \
                 --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} \
                 > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
             echo "run --level level3: exit $? (130: stopped at the call's limit; the next call resumes)"
