@@ -136,6 +136,27 @@ def test_the_real_task_hands_a_cuda_error_outside_a_launch_to_a_fresh_worker(mon
         list(cell_task_module.cell_task({}))
 
 
+def test_a_tasks_wait_for_its_child_is_split_at_the_end_of_the_work_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbm_toolkit.evaluation.cell_task as cell_task_module
+
+    monkeypatch.setattr(cell_task_module, "_CellTask", lambda task: (_ for _ in ()).throw(KeyError("stop")))
+
+    def waits(**times: float) -> dict[str, float]:
+        records = cell_task_module.cell_task({"sent_at": time.time() - 1.0, **times})
+        parts = {}
+        with pytest.raises(KeyError):
+            for r in records:
+                parts[r["part"]] = r["s"]
+        return parts
+
+    now = time.time()
+    split = waits(prepared_at=now - 0.25)  # the spare was still building the input for 0.75 s of it
+    assert sorted(split) == ["building ahead", "handover"]
+    assert 0.7 < split["building ahead"] < 0.8 and 0.2 < split["handover"] < 0.35
+    assert sorted(waits(prepared_at=now - 5.0)) == ["handover"]  # done before the send: all pipe
+    assert waits()["handover"] >= 1.0  # no work ahead at all
+
+
 def test_a_reference_that_meets_a_broken_context_leaves_its_input_unjudged(monkeypatch: pytest.MonkeyPatch) -> None:
     import kbm_toolkit.cuda.reference as reference
     import kbm_toolkit.evaluation.cell_task as cell_task_module

@@ -46,6 +46,16 @@ def told(command: dict) -> object:
     return {"pid": os.getpid(), "ahead": list(AHEAD)}
 
 
+def slow_ahead(payload: object) -> None:
+    """A `prepare` function that takes a while, as building an input ahead does."""
+    time.sleep(1.0)
+
+
+def when(command: dict) -> dict:
+    """A worker target that answers when its task was sent and when its child last finished work ahead."""
+    return {"sent_at": command["sent_at"], "prepared_at": command.get("prepared_at"), "began": time.time()}
+
+
 def nap() -> dict[str, float]:
     """A warm-up that reports its one part, as `cell_task.warm_up` reports its imports, context and handles."""
     time.sleep(0.3)
@@ -391,3 +401,18 @@ def test_the_fork_server_starts_before_any_worker_asks_for_a_child() -> None:
               "assert f._forkserver._preload_modules == ['json']\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_task_sent_while_its_spare_works_ahead_says_when_that_work_ended() -> None:
+    with Worker("test_workers:when", spares=1, prepare="test_workers:slow_ahead") as worker:
+        assert worker.run({}, timeout=60).value["prepared_at"] is None  # no work ahead: nothing to wait for
+        deadline = time.monotonic() + 60
+        while not worker._spares[0][1].poll(0.1) and time.monotonic() < deadline:
+            pass  # the spare is warm, so it starts on the payload at once
+        worker.prepare("input 1")
+        time.sleep(0.3)  # it is building ahead now
+        worker._kill()  # the active child is gone: the next task goes to the spare, busy for ~0.7 s more
+        told = worker.run({}, timeout=60).value
+        # the task waited for the work ahead (cell_task's `building ahead`), then only for the pipe
+        assert told["sent_at"] < told["prepared_at"] <= told["began"]
+        assert told["prepared_at"] - told["sent_at"] > 0.4

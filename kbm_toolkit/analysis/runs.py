@@ -19,7 +19,9 @@ TIME_SPLIT = {
     "correct": "running the correct kernel",
     "freeing": "handing an input's memory back to the GPU before inputs of other shapes",
     "spares": "waiting for a spare worker to finish starting",
-    "handover": "a task's wait in its worker: a spare still building ahead the input it takes over on",
+    "building ahead": "a task's wait in its worker for the spare to finish building the input it takes over on "
+                      "(since 2026-12-03; before, in `handover`)",
+    "handover": "a task's wait in its worker for the pipe: the task sent and unpickled",
     "setting up": "a task's set-up in its worker: the problem, its launcher and the correct kernel's image",
     "planning": "waiting for the next problem to finish compiling",
     "tail": "no problem left while other workers finish",

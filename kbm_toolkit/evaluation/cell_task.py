@@ -112,8 +112,7 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     record and stops, and the parent resumes the rest in a fresh worker.
     """
     began = time.time()
-    if "sent_at" in task:  # from the parent's send until now: a spare still preparing, the pipe
-        yield {"kind": RecordKind.TIME, "part": "handover", "s": max(0.0, began - task["sent_at"])}
+    yield from _handover(task, began)
     try:
         cells = _CellTask(task)
         yield {"kind": RecordKind.TIME, "part": "setting up", "s": time.time() - began}
@@ -124,6 +123,19 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         # outside a launch (loading the correct kernel, freeing memory): this context is gone, not
         # the problem; the parent resumes in a fresh worker, and gives up if that fails the same way
         yield {"kind": RecordKind.POISONED, "note": f"{type(e).__name__}: {str(e)[:160]}"}
+
+
+def _handover(task: dict[str, Any], began: float) -> Iterator[dict[str, Any]]:
+    """The task's wait from the parent's send until it began here, split at the end of the work
+    this child was doing ahead when it was sent (`building ahead`); the rest (`handover`) is the
+    pipe and unpickling the task."""
+    if "sent_at" not in task:
+        return
+    sent = task["sent_at"]
+    ahead = min(max(0.0, task.get("prepared_at", sent) - sent), max(0.0, began - sent))
+    if ahead:
+        yield {"kind": RecordKind.TIME, "part": "building ahead", "s": ahead}
+    yield {"kind": RecordKind.TIME, "part": "handover", "s": max(0.0, began - sent) - ahead}
 
 
 PREPARE_FREE = 0.4

@@ -117,6 +117,7 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None, p
         parts.update(_load(warm)() or {})  # it may say where its own time went
     # when it was warm, and where the time went: the parent knows when it spawned it
     conn.send(("ready", {"at": time.time(), "entered": entered, "parts": parts}, ""))
+    prepared_at = None  # when this child last finished work ahead: a task sent meanwhile waited for it
     while True:
         try:
             task = conn.recv()
@@ -132,7 +133,10 @@ def _child_main(conn: Any, target: str, env: dict[str, str], warm: str | None, p
                     _load(prepare)(task[1])
             except Exception:  # the task, if it comes, does the work itself
                 pass
+            prepared_at = time.time()
             continue
+        if isinstance(task, dict) and prepared_at is not None:
+            task["prepared_at"] = prepared_at
         try:
             result = fn(task)
             if inspect.isgenerator(result):
