@@ -301,3 +301,10 @@ def test_the_shipped_level3_store_audits_and_tabulates_the_networks_on_a_cpu(fre
     assert "Table 5: whole networks against single operators, kernelbench" in result.output
     assert "| architecture scale (level 3) |" in result.output and "quartile 4 of depth" in result.output
     assert "a 1–3% sample of each problem's (36 problems at 1%, 10 problems at 3%" in result.output
+    # Table 6's families of a problem's misses, most first and ties by name, whatever order the
+    # store's rows come in (the audit and the report load them differently)
+    table6 = result.output.split("Table 6:")[1].split("\n\n")[1].splitlines()[2:]
+    families = [[(f.rsplit(" ", 1)[0], int(f.rsplit(" ", 1)[1])) for f in line.split("|")[-2].strip().split(", ")]
+                for line in table6]
+    assert any(len({n for _, n in f}) < len(f) for f in families)  # a tie to order
+    assert all(f == sorted(f, key=lambda fn: (-fn[1], fn[0])) for f in families)

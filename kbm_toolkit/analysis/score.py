@@ -294,7 +294,7 @@ def _misses(wit: dict[str, set[str]], mine: ProtocolResult, by_key: dict[str, Ma
                            for k, dd, nn in sorted(problems, key=lambda p: (-(p[2] - p[1]) / max(p[2], 1), p[0]))
                            if nn][:10],
         "most_missed_problems": [{"problem": k, "witnessed": nn, "missed": nn - dd, "missed_pct": 100.0 * (nn - dd) / nn,
-                                  "families": dict(missed_families[k].most_common())}
+                                  "families": dict(sorted(missed_families[k].items(), key=lambda fn: (-fn[1], fn[0])))}
                                  for k, dd, nn in sorted(problems, key=lambda p: (-(p[2] - p[1]), p[0])) if nn > dd][:10],
         "worst_rules": [{"rule": r, "witnessed": w, "missed": m, "missed_pct": 100.0 * m / w}
                         for r, (w, m) in sorted(rules.items(), key=lambda kv: (-kv[1][1], kv[0]))][:10],
