@@ -40,6 +40,7 @@ def test_survivors_are_split_by_what_their_cells_show(demo: ProblemSet) -> None:
     assert kinds == {"arithmetic": {}, "indexing": {CHANGED: 1}, "semantic": {}, "boundary": {SAME: 1},
                      "synchronization": {NOT_RUN: 1}, "precision": {}}
     assert [r.distinct for r in found.values()] == [1, 1, 1, 1, 1, 1]
+    assert (dict(found["boundary"].rules), dict(found["arithmetic"].rules)) == ({"rD": 1}, {})
     example = found["indexing"].examples[CHANGED][0]
     assert (example["id"], example["margin"]) == ("E", 4e-4)
 
@@ -60,5 +61,7 @@ def test_the_report_prints_the_section_with_examples(demo: ProblemSet, tmp_path)
     assert out.exit_code == 0, out.output
     text = out.output
     assert "What no input witnesses: distinct mutants that no valid input of kbv, kernelbench kills" in text
-    assert "| all | 6 | 3 (50.0%) | 1 | 1 | 1 |" in text
+    assert "| all | 6 | 3 (50.0%) | 1 | 1 | 1 |  |" in text
+    # each family's rules with the most unwitnessed mutants, of their distinct ones
+    assert "| indexing | 1 | 1 (100.0%) | 0 | 1 | 0 | rE 1 of 1 |" in text
     assert "- indexing, changed, within tolerance: `E` kernel.cu:1:1 rE, largest margin 4.00e-04" in text

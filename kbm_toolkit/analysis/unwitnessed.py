@@ -29,6 +29,10 @@ class FamilyRemainder:
 
     distinct: int = 0
     kinds: Counter = field(default_factory=Counter)
+    rules: Counter = field(default_factory=Counter)
+    """Per rule, its distinct mutants no input witnesses."""
+    rule_totals: Counter = field(default_factory=Counter)
+    """Per rule, its distinct mutants."""
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
@@ -61,11 +65,14 @@ def unwitnessed(store: Any, matrices: list[Matrix], protocols: list[Protocol],
     found: dict[str, FamilyRemainder] = {}
     for mx in kept:
         for row in mx.mutants.values():
-            found.setdefault(row["family"], FamilyRemainder()).distinct += 1
+            family = found.setdefault(row["family"], FamilyRemainder())
+            family.distinct += 1
+            family.rule_totals[row["rule"]] += 1
     shown: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for m, (key, row) in sorted(rows.items()):
         kind, worst = kind_of([c for c in cells.get(m, []) if c[0] in inputs[key]])
         found[row["family"]].kinds[kind] += 1
+        found[row["family"]].rules[row["rule"]] += 1
         shown.setdefault((row["family"], kind), []).append(
             {"id": m, "problem": key, "rule": row["rule"], "name": row["name"], "margin": worst})
     for (family, kind), rows_of in shown.items():

@@ -124,16 +124,22 @@ def table_unwitnessed(found: dict[str, FamilyRemainder]) -> Table:
     """Per family: distinct mutants, those no input witnesses, and of those how many gave the
     correct kernel's margin on every input (equivalence candidates), changed the output within
     every tolerance (oracle-blindness candidates), or have no cell on a valid input."""
-    def row(label: str, distinct: int, kinds: Any) -> tuple[str, ...]:
+    def row(label: str, distinct: int, kinds: Any, rules: str) -> tuple[str, ...]:
         n = sum(kinds.values())
         return (label, f"{distinct:,}", f"{n:,} ({100 * n / distinct:.1f}%)" if distinct else "–",
-                *(f"{kinds[k]:,}" for k in (SAME, CHANGED, NOT_RUN)))
+                *(f"{kinds[k]:,}" for k in (SAME, CHANGED, NOT_RUN)), rules)
 
-    rows = [row(f, r.distinct, r.kinds) for f, r in found.items()]
+    rows = [row(f, r.distinct, r.kinds, most_unwitnessed_rules(r)) for f, r in found.items()]
     total = sum((r.kinds for r in found.values()), Counter())
-    rows.append(row("all", sum(r.distinct for r in found.values()), total))
+    rows.append(row("all", sum(r.distinct for r in found.values()), total, ""))
     return ("family", "distinct", "unwitnessed", "the correct kernel's margin on every input",
-            "changed, within every tolerance", "not run on a valid input"), rows
+            "changed, within every tolerance", "not run on a valid input", "rules most unwitnessed"), rows
+
+
+def most_unwitnessed_rules(r: FamilyRemainder, top: int = 3) -> str:
+    """`fdividef-fast 162 of 162, …`: the family's rules with the most unwitnessed mutants, ties by name."""
+    ranked = sorted(r.rules.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return ", ".join(f"{rule} {n:,} of {r.rule_totals[rule]:,}" for rule, n in ranked)
 
 
 def unwitnessed_section(store: Any, matrices: list[Any], denominator: list[Protocol],
