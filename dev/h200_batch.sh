@@ -143,11 +143,13 @@ for step in "$@"; do
                   # shipped one unpacked): fuzz-shapes on every mutant of the DEEP_SAMPLE share (default 0.1: the
                   # share kb-targets ran on; --first-kill: audits stay exact), then `kbm targets`' inputs on every
                   # mutant of it kernelbench misses, witnessed or not
+                  # SHAPES_S caps the fuzz-shapes part's seconds (0: skip it), so the targeted part gets its turn
             kb_store
-            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+            shapes_s=$(( $(left) - 25 )); [ -n "${SHAPES_S:-}" ] && [ "$SHAPES_S" -lt "$shapes_s" ] && shapes_s=$SHAPES_S
+            [ "$shapes_s" -gt 0 ] && { stop_at "$shapes_s" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 run --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" --workers "${SHAPES_WORKERS:-1}" \
                 > "$OUT/logs/kb-deep-shapes.txt" 2>&1
-            echo "fuzz-shapes: exit $?; $(tail -n2 "$OUT/logs/kb-deep-shapes.txt" | head -n1)"
+            echo "fuzz-shapes: exit $?; $(tail -n2 "$OUT/logs/kb-deep-shapes.txt" | head -n1)"; }
             [ "$(left)" -gt 90 ] && { python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 targets --emit .kbm/kb-targets > "$OUT/logs/kb-deep-targets.txt" 2>&1
                 stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
