@@ -157,6 +157,32 @@ def test_a_tasks_wait_for_its_child_is_split_at_the_end_of_the_work_ahead(monkey
     assert waits()["handover"] >= 1.0  # no work ahead at all
 
 
+def test_a_spare_keeps_what_it_built_ahead_only_while_it_holds_little_of_the_gpu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import kbm_toolkit.cuda.reference as reference
+    import kbm_toolkit.evaluation.cell_task as cell_task_module
+
+    problem = ProblemSet.discover().get("demo/3")
+    held = {"bytes": 0}
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 100 * 2**30))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda: held["bytes"])
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(reference, "strict_fp32_references", lambda: None)
+    monkeypatch.setattr(reference, "run_reference", lambda *a: ("model", ["x"], torch.ones(3), None))
+    monkeypatch.setattr(cell_task_module.Built, "watched", classmethod(lambda cls, *a: "built"))
+    monkeypatch.setattr(cell_task_module, "_PREPARED", {})
+    kept = []
+    for gib in (30, 10):  # a 30 GiB copy of 100 would crowd out the worker's next input; 10 would not
+        held["bytes"] = gib * 2**30
+        cell_task_module._PREPARED.clear()
+        payload = {"problem": problem.record(), "margins": [], "spec": specs_for(problem)[0].record()}
+        cell_task_module.prepare(payload)
+        kept.append(len(cell_task_module._PREPARED))
+    assert kept == [0, 1]
+
+
 def test_a_reference_that_meets_a_broken_context_leaves_its_input_unjudged(monkeypatch: pytest.MonkeyPatch) -> None:
     import kbm_toolkit.cuda.reference as reference
     import kbm_toolkit.evaluation.cell_task as cell_task_module

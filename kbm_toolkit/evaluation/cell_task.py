@@ -141,6 +141,11 @@ def _handover(task: dict[str, Any], began: float) -> Iterator[dict[str, Any]]:
 PREPARE_FREE = 0.4
 """A spare builds ahead only while this share of the GPU's memory is free."""
 
+PREPARE_HOLD = 0.2
+"""A spare keeps what it built ahead only while it holds at most this share of the GPU's memory.
+It holds its input until the worker's next is checked, so a larger copy would leave the worker's
+next input no room (fuzz-shapes' inputs reach 64 GiB: one worker ran out building them)."""
+
 _PREPARED: dict[tuple, "Built"] = {}
 """The input this process built ahead as a spare (`prepare`), under its `_prepared_key`: at most one."""
 
@@ -178,6 +183,10 @@ def prepare(payload: dict[str, Any]) -> None:
             return
         built = Built.watched(model, inputs, ref, other_references(model, inputs, ref, references))
     except torch.OutOfMemoryError:  # the GPU is busy with the workers: the task builds it if it must
+        torch.cuda.empty_cache()
+        return
+    if torch.cuda.memory_allocated() > PREPARE_HOLD * total:  # too large to hold: a takeover builds it again
+        del built
         torch.cuda.empty_cache()
         return
     _PREPARED[key] = built
@@ -431,8 +440,13 @@ class _CellTask:
                 return (yield from self._build_once(spec))
             except torch.OutOfMemoryError:
                 torch.cuda.empty_cache()
+        label = f" ({spec.label})" if spec.label else ""
+        room = ""
+        if torch.cuda.is_available():  # how far off it was: a larger GPU, or fewer workers beside it
+            free, total = torch.cuda.mem_get_info()
+            room = f" ({free / 2**30:.0f} of {total / 2**30:.0f} GiB free after)"
         yield {"kind": RecordKind.UNBUILT, "input": spec.id,
-               "note": f"out of GPU memory building input {spec.id} ({spec.label}) and its reference"}
+               "note": f"out of GPU memory building input {spec.id}{label} and its reference{room}"}
         return None
 
     def _build_once(self, spec: InputSpec) -> Records:

@@ -106,7 +106,7 @@ class _Driver:
                     first, n = next(iter(self.unbuilt.values())), len(self.unbuilt)
                     alike = " (and the others alike)" if n > 1 else ""
                     return f"error: {n} of its inputs left unchecked, {first}{alike}; run again with fewer workers " \
-                           "per GPU"
+                           "per GPU, or on a GPU with more memory"
                 return "done"
             self.current, self.progressed = {}, False
             error = self._follow(self.worker.stream(self._task(), self._timeout))
