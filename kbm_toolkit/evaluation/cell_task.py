@@ -143,8 +143,8 @@ PREPARE_FREE = 0.4
 
 PREPARE_HOLD = 0.2
 """A spare keeps what it built ahead only while it holds at most this share of the GPU's memory.
-It holds its input until the worker's next is checked, so a larger copy would leave the worker's
-next input no room (fuzz-shapes' inputs reach 64 GiB: one worker ran out building them)."""
+It holds its input until the worker's next is checked, so a larger copy could leave the worker's
+next input no room (fuzz-shapes' inputs reach 64 GiB, and one worker ran out building three)."""
 
 _PREPARED: dict[tuple, "Built"] = {}
 """The input this process built ahead as a spare (`prepare`), under its `_prepared_key`: at most one."""

@@ -137,7 +137,8 @@ def table_unwitnessed(found: dict[str, FamilyRemainder]) -> Table:
 
 
 def most_unwitnessed_rules(r: FamilyRemainder, top: int = 3) -> str:
-    """`fdividef-fast 162 of 162, …`: the family's rules with the most unwitnessed mutants, ties by name."""
+    """`rule N of M, …`: the family's `top` rules with the most unwitnessed mutants (N of its M
+    distinct), ties by name."""
     ranked = sorted(r.rules.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
     return ", ".join(f"{rule} {n:,} of {r.rule_totals[rule]:,}" for rule, n in ranked)
 
