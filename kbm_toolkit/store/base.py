@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import sqlite_utils
+
+BOUND_PARAMETERS = 500
+"""Ids bound in one `in (...)` query, well under SQLite's limit on bound parameters."""
+
+
+def chunks(items: Iterable[str], size: int = BOUND_PARAMETERS) -> Iterator[list[str]]:
+    """`items` in lists of at most `size`, for queries that bind each list."""
+    items = list(items)
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
 
 
 class Tables:

@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from typing import Any, Iterable
 
-from kbm_toolkit.store.base import Tables
+from kbm_toolkit.store.base import Tables, chunks
 from kbm_toolkit.store.sampling import in_sample
 from kbm_toolkit.store.values import finite_or_none, margins_json, now
 
@@ -169,9 +169,8 @@ class KillMatrix(Tables):
                                ) -> dict[str, list[tuple[str, str, float | None, float]]]:
         """mutant id → (input, outcome, margin, the correct kernel's margin) of each cell on an input
         valid for the mutant's substrate: whether a surviving mutant changed the output at all."""
-        ids, found = list(mutant_ids), defaultdict(list)
-        for at in range(0, len(ids), 500):  # SQLite's limit on bound parameters
-            chunk = ids[at:at + 500]
+        found = defaultdict(list)
+        for chunk in chunks(mutant_ids):
             for mutant, input_id, outcome, margin, correct in self.db.execute(
                     "select c.mutant, c.input, c.outcome, c.margin, k.margin from cells c join mutants m on m.id = c.mutant "
                     "join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from kbm_toolkit.store.base import Tables
+from kbm_toolkit.store.base import Tables, chunks
 from kbm_toolkit.store.values import finite_or_none, margins_json, now
 
 
@@ -54,7 +54,7 @@ class Submissions(Tables):
     def input_facts(self, ids: Iterable[str]) -> dict[str, tuple[str, bool | None]]:
         """Input -> (its label, whether kbm's correct substrate passes it: None where no check is stored)."""
         found: dict[str, tuple[str, bool | None]] = {}
-        for chunk in _chunks(sorted(set(ids)), 500):
+        for chunk in chunks(sorted(set(ids))):
             marks = ", ".join("?" * len(chunk))
             for input_id, label, valid in self.db.execute(
                     f"select i.id, i.label, min(k.valid) from inputs i left join input_checks k on k.input = i.id "
@@ -65,13 +65,10 @@ class Submissions(Tables):
     def submission_cells(self, ids: Iterable[str]) -> dict[tuple[str, str], dict[str, Any]]:
         """(submission, input) -> its stored cell, for the submissions `ids`."""
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        for chunk in _chunks(sorted(set(ids)), 500):
+        for chunk in chunks(sorted(set(ids))):
             marks = ", ".join("?" * len(chunk))
             for r in self.db.query(f"select * from submission_cells where submission in ({marks})", chunk):
                 found[(r["submission"], r["input"])] = r
         return found
 
 
-def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
