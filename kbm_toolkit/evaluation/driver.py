@@ -100,8 +100,8 @@ class _Driver:
         """Send tasks until every pair is done: `done`, or `error: ...` when the worker cannot go on."""
         stuck = 0
         while True:
-            specs = [s for s in self.specs if s.id not in self.unbuilt]
-            if _complete([m["id"] for m in self.mutants], specs, self.done, self.checked) and not self.recheck:
+            if _complete([m["id"] for m in self.mutants], self._buildable(), self.done, self.checked) \
+                    and not self.recheck:
                 if self.unbuilt:  # its other inputs' cells are stored; these wait for a run with more memory
                     first, n = next(iter(self.unbuilt.values())), len(self.unbuilt)
                     alike = " (and the others alike)" if n > 1 else ""
@@ -121,7 +121,7 @@ class _Driver:
         plan, settled, checked = self.plan, self.settled, self.checked
         return {"problem": plan.problem.record(),
                 "substrate": str(plan.substrate.folder), "original": plan.original,
-                "specs": [s.record() for s in self.specs if s.id not in self.unbuilt],
+                "specs": [s.record() for s in self._buildable()],
                 "mutants": [{k: m.get(k) for k in ("id", "image", "kernel_source", "launcher_source", "launch")}
                             for m in self.mutants],
                 "done": sorted(self.done), "checked": sorted(checked), "rerun_crashers": self.rerun_crashers,
@@ -158,6 +158,10 @@ class _Driver:
                 self.settled.check(rec["input"], rec["margin"])
         self.emit(rec)
         self.progressed = True
+
+    def _buildable(self) -> list[InputSpec]:
+        """The problem's inputs but those the worker ran out of memory building."""
+        return [s for s in self.specs if s.id not in self.unbuilt]
 
     def _unbuilt(self, rec: dict[str, Any]) -> None:
         self.unbuilt[rec["input"]] = rec["note"]
