@@ -104,6 +104,8 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
     cells, launch_ms = store.db.execute("select count(*), coalesce(sum(ms), 0) from cells where run = ?",
                                         [run_id]).fetchone()
     outcomes = dict(store.db.execute("select outcome, count(*) from cells where run = ? group by 1", [run_id]).fetchall())
+    writers = store.db.execute("select count(*) from cells where run = ? and note like 'wrote over%'",
+                               [run_id]).fetchone()[0]
     inputs, ref_ms, correct_ms = store.db.execute(
         "select count(*), coalesce(sum(ref_ms), 0), coalesce(sum(kernel_ms), 0) from input_checks where run = ?",
         [run_id]).fetchone()
@@ -116,7 +118,7 @@ def analyse(store: Any, run_id: int, wall_s: float | None = None, workers: int |
             "cells_per_s": round(cells / wall_s, 1) if wall_s else None,
             "share_in_launches": round(launch_ms / wall_ms, 4), "share_in_references": round((ref_ms + correct_ms) / wall_ms, 4),
             "share_overhead": round(1 - (launch_ms + ref_ms + correct_ms) / wall_ms, 4),
-            "median_cell_ms": _median(store, run_id), "outcomes": outcomes, "seconds": split,
+            "median_cell_ms": _median(store, run_id), "outcomes": outcomes, "writers": writers, "seconds": split,
             "spares": stats.get("spares")}
 
 
@@ -497,6 +499,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("cells/s", [fmt(r.get("cells_per_s"), ".1f") for r in rows]),
         ("exit status", [fmt(r.get("exit"), "d") for r in rows]),
         ("restarts", [fmt(r.get("restarts"), "d") for r in rows]),
+        ("  crashed or hung cells", [fmt(sum((r.get("outcomes") or {}).get(o, 0) for o in ("crash", "timeout"))
+                                         if r.get("outcomes") else None, "d") for r in rows]),
+        ("  cells that wrote over inputs", [fmt(r.get("writers"), "d") for r in rows]),
         ("children started", [started(r, "starts", "d") for r in rows]),
         ("  warm when needed", [started(r, "found_warm", "d") for r in rows]),
         ("  lent by a sibling worker", [started(r, "borrowed", "d") for r in rows]),

@@ -11,6 +11,7 @@ import torch
 from kbm_toolkit.cuda.checksum import SOURCE, Watch, host_checksum, storages
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.cuda.signatures import entry_points
+from kbm_toolkit.evaluation.cell_task import After
 
 HAS_GPU = torch.cuda.is_available()
 
@@ -113,7 +114,7 @@ def test_a_writer_is_noted_and_no_later_cell_sees_what_it_wrote(tmp_path: Path) 
     written = {k: v for k, v in with_writer.items() if k[0] == "write-input"}
     assert len(written) == 5 and all(note == OVERWRITE_NOTE for _, _, note in written.values())
     assert all(outcome == "pass" for outcome, _, _ in written.values())  # it read its input before zeroing it
-    assert summary.restarts >= 5  # each write retired its worker
+    assert summary.restarts == 0  # each write's input was built again, and trusted, in the same worker
     rest = {k: v for k, v in with_writer.items() if k[0] != "write-input"}
     assert rest == without  # every other cell as if the writer had never run
 
@@ -139,7 +140,7 @@ def _built() -> object:
 
 
 @pytest.mark.parametrize("writes", [False, True])
-def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_stops_its_task(writes: bool) -> None:
+def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_has_its_input_built_again(writes: bool) -> None:
     from kbm_toolkit.evaluation.cell_task import OVERWRITE_NOTE
 
     def kernel(model, inputs):
@@ -148,7 +149,7 @@ def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_stops_its_task(
         return torch.arange(8, dtype=torch.float32) * 2 + 1e-3
 
     cell: dict = {}
-    assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (not writes)
+    assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (After.BUILD_AGAIN if writes else After.GO_ON)
     assert cell["outcome"] == "pass" and cell["margin"] == pytest.approx(1e-3, rel=1e-3)
     assert cell["compare_ms"] >= 0 and cell["check_ms"] >= 0 and "crash_ms" not in cell
     assert (cell.get("note") == OVERWRITE_NOTE) is writes
@@ -165,7 +166,7 @@ def test_a_launcher_that_breaks_the_contract_is_still_checked_for_writes(writes:
         raise ContractViolation("computed with torch", "launch.py")
 
     cell: dict = {}
-    assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (not writes)
+    assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (After.BUILD_AGAIN if writes else After.GO_ON)
     assert cell["outcome"] == "crash" and "crash_ms" in cell and "check_ms" in cell
     assert (cell["note"] == OVERWRITE_NOTE) is writes
 
@@ -180,9 +181,72 @@ def test_a_launch_whose_error_comes_at_the_cells_one_wait_is_its_crash(monkeypat
     monkeypatch.setattr(Readback, "run", fault)
     cell: dict = {}
     launched = _cells_task(lambda model, inputs: torch.zeros(8))._launch({"id": "m"}, _built(), cell)
-    assert launched is False  # the context is gone: the worker is replaced
+    assert launched is After.STOP  # the context is gone: the worker is replaced
     assert cell["outcome"] == "crash" and "illegal memory access" in cell["note"]
     assert "crash_ms" in cell and "ms" not in cell and "check_ms" not in cell
+
+
+def _rebuilding_task(monkeypatch: pytest.MonkeyPatch, builds: list, outputs: list) -> object:
+    """A cell task reduced to what `_build_again` uses: each build of the input takes the next of
+    `builds` (inputs, reference), each launch of the correct kernel the next of `outputs`."""
+    from kbm_toolkit.cuda import reference
+
+    def run_reference(problem, spec, models):
+        models[spec.model_key] = "built"
+        inputs, ref = builds.pop(0)
+        return None, inputs, ref, 0.0
+
+    monkeypatch.setattr(reference, "run_reference", run_reference)
+    task = _cells_task(None)
+    task.problem, task.models, task.margin_on = None, {("old",): "written over"}, {}
+    task.correct = lambda model, inputs: outputs.pop(0)
+    return task
+
+
+def _drive(records) -> tuple[list, object]:
+    """A task step's records, and what it returned."""
+    out = []
+    while True:
+        try:
+            out.append(next(records))
+        except StopIteration as stop:
+            return out, stop.value
+
+
+class _Spec:
+    id, model_key = "input-1", ("new",)
+
+
+def _first(task, x: torch.Tensor) -> list[int]:
+    """The first build's checksums, and the correct kernel's margin on it, as `_build_once` keeps it."""
+    built = _built()
+    cmp, _ = task._margins(x * 2 + 1e-3, built.ref, {})
+    task.margin_on[_Spec.id] = cmp.margin
+    return built.watch.sums
+
+
+def test_an_input_built_again_after_a_write_is_trusted_where_it_matches_its_first_build(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.arange(8, dtype=torch.float32)
+    task = _rebuilding_task(monkeypatch, [([x.clone()], x * 2)], [x * 2 + 1e-3])
+    records, built = _drive(task._build_again(_Spec, _first(task, x)))
+    assert built is not None and torch.equal(built.inputs[0], x) and torch.equal(built.ref, x * 2)
+    assert [r["kind"] for r in records] == ["time"] and records[0]["part"] == "building again"
+    assert task.models == {("new",): "built"}  # the model cached before the write was dropped
+
+
+@pytest.mark.parametrize("differs", ["input", "reference", "correct kernel"])
+def test_an_input_built_again_that_differs_from_its_first_build_retires_the_worker(
+        monkeypatch: pytest.MonkeyPatch, differs: str) -> None:
+    x = torch.arange(8, dtype=torch.float32)
+    build = ([x + 1 if differs == "input" else x.clone()], x * 3 if differs == "reference" else x * 2)
+    out = x * 2 + (2e-3 if differs == "correct kernel" else 1e-3)
+    task = _rebuilding_task(monkeypatch, [build], [out])
+    records, built = _drive(task._build_again(_Spec, _first(task, x)))
+    assert built is None
+    assert [r["kind"] for r in records] == ["time", "poisoned"] and records[1]["input"] == "input-1"
+    why = "correct kernel's margin" if differs == "correct kernel" else "differ from the first build"
+    assert why in records[1]["note"]
 
 
 def test_a_queued_watch_reads_its_own_words_of_the_shared_buffer() -> None:

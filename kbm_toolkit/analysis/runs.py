@@ -16,6 +16,8 @@ TIME_SPLIT = {
     "building": "building models and inputs",
     "references": "running references",
     "rebuilding": "building an input checked before and its references again (after a restart, or an earlier run)",
+    "building again": "building an input again in its worker after a mutant wrote over it, and checking it against "
+                      "its first build (since 2026-12-03; before, the worker was replaced)",
     "correct": "running the correct kernel",
     "freeing": "handing an input's memory back to the GPU before inputs of other shapes",
     "spares": "waiting for a spare worker to finish starting",

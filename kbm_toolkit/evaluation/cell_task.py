@@ -5,8 +5,9 @@ Input-major: each input is built once, the reference computed once, the correct 
 (its margin decides the input's validity), then every mutant, then the input is freed. After each
 mutant the checksums of the inputs, the model's weights and the references (`cuda.checksum`, one
 read of each, no copy; queued with the comparison and read back with it, `cuda.readback`) say
-whether it wrote over them; a writer's cell stands, and the worker is
-replaced, since its stray writes may reach memory no checksum watches.
+whether it wrote over them; a writer's cell stands, and the input is built again from its spec
+in the same process, trusted only where its checksums equal the first build's and the correct
+kernel's margin on it is the one it had (else the worker is replaced, as after a crash).
 
 The reference is strict fp32; a task asking for margins against another reference environment
 (`kbm_toolkit.judging`: TF32 convolutions, as the benchmarks run) computes that reference once
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
 
@@ -237,9 +239,20 @@ class Built:
         return self.watch.changed()
 
 
-OVERWRITE_NOTE = "wrote over its input, a weight or the reference (worker replaced)"
-"""A writer's cell note. Before checksums: "wrote over its input or the reference (restored)",
-restored from copies a stray write could reach too (`Store.overwrite_suspects`)."""
+OVERWRITE_NOTE = "wrote over its input, a weight or the reference (all built again for the next mutant)"
+"""A writer's cell note. Until 2026-12-03 "… (worker replaced)": the same cells, a restart after
+each. Before checksums: "wrote over its input or the reference (restored)", restored from copies
+a stray write could reach too (`Store.overwrite_suspects`)."""
+
+
+class After(Enum):
+    """What a cell leaves its task to do next."""
+
+    GO_ON = "go on"
+    BUILD_AGAIN = "build again"
+    """The mutant wrote over its input, a weight or a reference: the input is built anew first."""
+    STOP = "stop"
+    """The CUDA context is gone (or a rebuilt input cannot be trusted): a fresh worker resumes."""
 
 
 def _compared_bytes(out: Any, built: Built) -> int:
@@ -387,6 +400,8 @@ class _CellTask:
         """Valid inputs stored without some of `margins`: their stored margin and max |ref - out|."""
         self.kernels: dict[str, Any] = {}
         self.models: dict[tuple, tuple[Any, Any]] = {}
+        self.margin_on: dict[str, float] = {}
+        """Valid input -> the correct kernel's margin on it (a rebuilt input must give the same)."""
 
     def run(self) -> Iterator[dict[str, Any]]:
         """Every input in turn: build and check it, then run each pending mutant on it."""
@@ -412,8 +427,14 @@ class _CellTask:
             if built is None:
                 continue  # an input that rejects the reference or the correct kernel kills nothing
             for m in pending:
-                if not (yield from self._cell(m, spec, built)):
+                after = yield from self._cell(m, spec, built)
+                if after is After.STOP:
                     return  # a CUDA error: the context is gone, a fresh worker resumes
+                if after is After.BUILD_AGAIN:
+                    first, built = built.watch.sums, None  # its memory back before the new build
+                    built = yield from self._build_again(spec, first)
+                    if built is None:
+                        return
             del built
         yield self._free()
 
@@ -491,8 +512,42 @@ class _CellTask:
             if spec.id in self.recheck:
                 yield self._added_margins(spec, built.model, built.inputs, built.ref, built.others)
         yield check
-        if built is not None and self.settled is not None:
-            self.settled.check(spec.id, check["margin"])
+        if built is not None:
+            self.margin_on[spec.id] = check["margin"]
+            if self.settled is not None:
+                self.settled.check(spec.id, check["margin"])
+        return built
+
+    def _build_again(self, spec: InputSpec, first: list[int]) -> Records:
+        """After a write over what `Built` watches: the input, its model and references built anew
+        from the spec (the cached model dropped), and a `time` record. Trusted, and returned, only
+        where their checksums equal the first build's (`first`) and the correct kernel's margin on
+        them is the one it had, bit for bit: what else the writer reached would show there. Else a
+        `poisoned` record (a fresh worker takes over, as after a crash), and None."""
+        import torch
+
+        from kbm_toolkit.cuda.reference import run_reference
+
+        start = time.perf_counter()
+        self.models.clear()  # its weights may be what was written over
+        why, built = "", None
+        try:
+            model, inputs, ref, _ = run_reference(self.problem, spec, self.models)
+            built = Built.watched(model, inputs, ref, other_references(model, inputs, ref, self.references))
+            if built.watch.sums != first:
+                why = "its input, weights or references differ from the first build"
+            else:
+                cmp, _ = self._margins(self.correct(model, inputs), ref, built.others)
+                if cmp.margin != self.margin_on[spec.id]:
+                    why = f"the correct kernel's margin on it is {cmp.margin:.6g}, not {self.margin_on[spec.id]:.6g}"
+        except Exception as e:  # a CUDA error too: the context is gone, and the fresh worker says so
+            if isinstance(e, torch.OutOfMemoryError):
+                torch.cuda.empty_cache()
+            why = f"{type(e).__name__}: {str(e)[:160]}"
+        yield {"kind": RecordKind.TIME, "part": "building again", "s": time.perf_counter() - start}
+        if why:
+            yield {"kind": RecordKind.POISONED, "input": spec.id, "note": f"input {spec.id} built again: {why}"}
+            return None
         return built
 
     def _other_references(self, model: Any, inputs: list[Any], ref: Any, check: dict[str, Any]) -> dict[str, Any]:
@@ -543,27 +598,27 @@ class _CellTask:
         return found
 
     def _cell(self, m: dict[str, Any], spec: InputSpec, built: Built) -> Records:
-        """Run mutant `m` on a built input and yield its `start` and `cell` records; return False
-        after a CUDA error or a write over what it must leave as it found it (with a `poisoned`
-        record: the task stops, and a fresh worker resumes it)."""
+        """Run mutant `m` on a built input and yield its `start` and `cell` records; return what
+        the task does next (`After`; after a CUDA error, with a `poisoned` record: the task stops,
+        and a fresh worker resumes it)."""
         yield {"kind": RecordKind.START, "mutant": m["id"], "input": spec.id}
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "mutant": m["id"], "input": spec.id}
-        usable = self._launch(m, built, cell)
-        if not usable:
+        after = self._launch(m, built, cell)
+        if after is After.STOP:
             yield cell
             yield {"kind": RecordKind.POISONED, "mutant": m["id"], "input": spec.id}
-            return False
+            return after
         if self.settled is not None:  # a crash settles its input's protocols, as any detection does
             self.settled.cell(m["id"], spec.id, cell["outcome"], cell.get("margin"))
         elif cell["outcome"] == Outcome.CRASH and not self.rerun_crashers:
             self.stopped.add(m["id"])
         yield cell
-        return True
+        return after
 
-    def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any]) -> bool:
+    def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any]) -> After:
         """Load mutant `m`, launch it, compare its output and check that it left its inputs, weights
-        and references as it found them, into `cell`; False where a CUDA error left the context
-        unusable or the mutant wrote over what it must not.
+        and references as it found them, into `cell`; what the task does next: STOP where a CUDA
+        error left the context unusable, BUILD_AGAIN where the mutant wrote over what it must not.
 
         The launch is queued, not waited for: its comparison and checksums queue behind it and the
         host waits once for all three (`_judge`). Where workers share a GPU, every wait can also be
@@ -589,9 +644,9 @@ class _CellTask:
             if margins:
                 cell["margins"] = margins
             del out
-            if overwritten:  # its cell stands; what else its stray writes reached, no checksum says
+            if overwritten:  # its cell stands; what else its stray writes reached, the rebuild checks
                 cell["note"] = OVERWRITE_NOTE
-                return False
+                return After.BUILD_AGAIN
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
             cell.update(outcome=Outcome.CRASH, note=e.line(), crash_ms=(time.perf_counter() - start) * 1000)
         except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
@@ -602,23 +657,23 @@ class _CellTask:
             # crash_ms: from the launch until its error came (at the cell's one wait, or before)
             cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}",
                         crash_ms=(time.perf_counter() - start) * 1000)
-            return False
+            return After.STOP
         # a crash that left the context usable (before its judging) may still have written over its inputs
-        return judged or self._intact(built, cell)
+        return After.GO_ON if judged else self._intact(built, cell)
 
-    def _intact(self, built: Built, cell: dict[str, Any]) -> bool:
-        """Whether the launch left what `built` watches as it found it, into `cell` (its `check_ms`,
-        and its note where not)."""
+    def _intact(self, built: Built, cell: dict[str, Any]) -> After:
+        """Whether the launch left what `built` watches as it found it (GO_ON), into `cell` (its
+        `check_ms`, and its note where not)."""
         start = time.perf_counter()
         try:
-            intact = not built.overwritten()
-            if not intact:
+            after = After.BUILD_AGAIN if built.overwritten() else After.GO_ON
+            if after is After.BUILD_AGAIN:
                 cell["note"] = OVERWRITE_NOTE
         except Exception as e:  # a CUDA error surfacing only now: the context is gone all the same
             cell["note"] = f"checking for overwrites failed: {type(e).__name__}: {str(e)[:160]}"
-            intact = False
+            after = After.STOP
         cell["check_ms"] = (time.perf_counter() - start) * 1000
-        return intact
+        return after
 
     def _judge(self, out: Any, built: Built, cell: dict[str, Any],
                timed: "_Timed") -> tuple[Any, dict[str, float], bool]:
