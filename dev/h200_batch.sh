@@ -281,7 +281,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             l3_pack ;;
         l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
                   # L3_SAMPLE share (default 0.1; FIRST_KILL=1 runs with --first-kill), resumable: the store
-                  # travels as .kbm/l3-live.db.xz (carry it; without it the
+                  # travels as .kbm/l3-live.db.xz (carry it, and third_party/kernel_bench_verified: kbv's inputs; without it the
                   # first call starts from the shipped @kernelbench-level3, else from .kbm/gate.db and mutates)
             l3_store
             if [ "$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/l3-live.db').execute(
@@ -290,10 +290,11 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 "${KB3[@]}" mutate --level level3 > "$OUT/logs/l3-pool-mutate.txt" 2>&1
                 echo "mutate --level level3: exit $?; $(tail -n 1 "$OUT/logs/l3-pool-mutate.txt")"
             fi
+            log="$OUT/logs/l3-pool-run-$(date +%s).txt"
             stop_at "$(( $(left) - 45 ))" "${KB3[@]}" run --level level3 --inputs "${L3_INPUTS:-kernelbench,kbv,fuzz}" \
-                --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} \
-                > "$OUT/logs/l3-pool-run-$(date +%s).txt" 2>&1
-            echo "run --level level3: exit $? (130: stopped at the call's limit; the next call resumes)"
+                --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$log" 2>&1
+            rc=$?  # 130: stopped at the call's limit, and the next call resumes; anything else, the log's last line says
+            echo "run --level level3: exit $rc; $(tail -n 1 "$log")"
             l3_pack ;;
         l3-problem)  # issue 28: a network whose substrate changed, mutated on the CPU (`kbm mutate --ungated
                      # L3_PROBLEM` into the carried .kbm/l3-live.db.xz): its gate at the new source, the pool's
