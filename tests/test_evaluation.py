@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
@@ -171,7 +172,8 @@ def test_a_spare_keeps_what_it_built_ahead_only_while_it_holds_little_of_the_gpu
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(reference, "strict_fp32_references", lambda: None)
     monkeypatch.setattr(reference, "run_reference", lambda *a: ("model", ["x"], torch.ones(3), None))
-    monkeypatch.setattr(cell_task_module.Built, "watched", classmethod(lambda cls, *a: "built"))
+    monkeypatch.setattr(cell_task_module.Built, "watched", classmethod(lambda cls, model, inputs, ref, others:
+                                                                      SimpleNamespace(ref=ref)))
     monkeypatch.setattr(cell_task_module, "_PREPARED", {})
     kept = []
     for gib in (30, 10):  # a 30 GiB copy of 100 would crowd out the worker's next input; 10 would not
@@ -324,6 +326,7 @@ RUNNER = """
 import json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from kbm_toolkit.store import Store
 from kbm_toolkit.problems.problem_set import ProblemSet

@@ -166,7 +166,7 @@ def prepare(payload: dict[str, Any]) -> None:
     """
     import torch
 
-    from kbm_toolkit.cuda.reference import run_reference, strict_fp32_references
+    from kbm_toolkit.cuda.reference import strict_fp32_references
 
     problem = Problem.from_record(payload["problem"])
     spec = InputSpec.from_record(payload["spec"])
@@ -180,10 +180,9 @@ def prepare(payload: dict[str, Any]) -> None:
         return
     strict_fp32_references()  # as a task sets up: what it builds ahead is what the task would build
     try:
-        model, inputs, ref, _ = run_reference(problem, spec, {})
-        if unusable(ref):
+        built = Built.from_spec(problem, spec, {}, references)
+        if unusable(built.ref):
             return
-        built = Built.watched(model, inputs, ref, other_references(model, inputs, ref, references))
     except torch.OutOfMemoryError:  # the GPU is busy with the workers: the task builds it if it must
         torch.cuda.empty_cache()
         return
@@ -233,6 +232,16 @@ class Built:
         tensors = [t for t in (*inputs, ref, *others.values(), *state)
                    if isinstance(t, torch.Tensor) and t.device == ref.device]
         return cls(model, inputs, ref, others, Watch(tensors))
+
+    @classmethod
+    def from_spec(cls, problem: Problem, spec: InputSpec, models: dict[tuple, tuple[Any, Any]],
+                  references: list[str]) -> "Built":
+        """`spec`'s input built afresh (`models` caches the model, as `run_reference` says), with the
+        other environments' `references` and the checksums."""
+        from kbm_toolkit.cuda.reference import run_reference
+
+        model, inputs, ref, _ = run_reference(problem, spec, models)
+        return cls.watched(model, inputs, ref, other_references(model, inputs, ref, references))
 
     def overwritten(self) -> bool:
         """Whether a mutant wrote over an input, a weight or a reference."""
@@ -526,18 +535,15 @@ class _CellTask:
         `poisoned` record (a fresh worker takes over, as after a crash), and None."""
         import torch
 
-        from kbm_toolkit.cuda.reference import run_reference
-
         start = time.perf_counter()
         self.models.clear()  # its weights may be what was written over
         why, built = "", None
         try:
-            model, inputs, ref, _ = run_reference(self.problem, spec, self.models)
-            built = Built.watched(model, inputs, ref, other_references(model, inputs, ref, self.references))
+            built = Built.from_spec(self.problem, spec, self.models, self.references)
             if built.watch.sums != first:
                 why = "its input, weights or references differ from the first build"
             else:
-                cmp, _ = self._margins(self.correct(model, inputs), ref, built.others)
+                cmp, _ = self._margins(self.correct(built.model, built.inputs), built.ref, built.others)
                 if cmp.margin != self.margin_on[spec.id]:
                     why = f"the correct kernel's margin on it is {cmp.margin:.6g}, not {self.margin_on[spec.id]:.6g}"
         except Exception as e:  # a CUDA error too: the context is gone, and the fresh worker says so
