@@ -124,7 +124,21 @@ def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path
     for protocol in protocols:
         for t in (1e-2, 1e-3):
             mine, theirs = (run_protocol(protocol, load_matrices(stores[s]), t) for s in ("first", "full"))
-            assert mine.detected == theirs.detected and not mine.missing_cells
+            assert mine.detected == theirs.detected and not mine.missing_cells, \
+                _differing(stores, mine.detected[problem.key] ^ theirs.detected[problem.key])
+
+
+def _differing(stores: dict, mutants: set[str]) -> str:
+    """Each mutant detected in one store and not the other: its rule and its cells in both stores."""
+    lines = []
+    for mid in sorted(mutants):
+        rule = stores["full"].db.execute("select rule from mutants where id = ?", [mid]).fetchone()
+        lines.append(f"{mid} {rule}")
+        for name, store in stores.items():
+            cells = store.db.execute("select input, outcome, margin, note from cells where mutant = ? order by input",
+                                     [mid]).fetchall()
+            lines += [f"  {name}: {c[0][:8]} {c[1]} {c[2]} {c[3]}" for c in cells]
+    return "\n".join(lines)
 
 
 def test_a_tf32_reference_is_computed_once_per_input_and_its_margins_stored(tmp_path: Path) -> None:
