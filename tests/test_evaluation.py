@@ -113,6 +113,22 @@ def test_a_worker_whose_context_breaks_before_any_cell_is_replaced(tmp_path: Pat
     assert summary.problems == {"demo/3_LayerNorm": "done"} and summary.restarts >= 1
     inputs = [s.id for s in specs_for(ProblemSet.discover().get("demo/3"))]
     assert {(m, i) for m in ids for i in inputs} <= set(cells(store))
+    # no crashed cell says why this worker went: the run does, and keeps it with its split
+    assert summary.replaced == [{"problem": "demo/3_LayerNorm", "input": "",
+                                 "note": "AcceleratorError: CUDA error: unspecified launch failure"}]
+    from kbm_toolkit.analysis.runs import time_split
+    from kbm_toolkit.report.runs import replaced_lines
+
+    split = time_split(store, store.latest_run())
+    assert replaced_lines(split["replaced"]) == [
+        "Workers replaced with no crashed or hung cell: 1",
+        "  demo/3_LayerNorm: AcceleratorError: CUDA error: unspecified launch failure"]
+
+
+def test_a_crashed_cell_is_its_own_reason_for_a_new_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, ids = seeded_store(tmp_path / "s.db")
+    summary = evaluate(store, monkeypatch, {ids[0]: "poison", ids[1]: "crash"})
+    assert summary.restarts >= 2 and summary.replaced == []
 
 
 def test_the_real_task_hands_a_cuda_error_outside_a_launch_to_a_fresh_worker(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,7 +287,7 @@ def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: 
     stored = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])
     problems = stored.pop("problems")
     assert stored == {"seconds": split, "restarts": summary.restarts, "spares": summary.spares,
-                      "compared_bytes": summary.compared_bytes}
+                      "compared_bytes": summary.compared_bytes, "replaced": []}  # a crash says why itself
     # the same split per problem: each part's time where it came from
     assert set(problems) == set(summary.problems)
     for part in ("launches", "comparing", "crashed", "building", "rebuilding", "planning"):

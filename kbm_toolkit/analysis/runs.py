@@ -63,7 +63,8 @@ def wall_seconds(run: dict[str, Any]) -> float | None:
 
 
 def time_split(store: Any, run_id: int) -> dict[str, Any]:
-    """Where one evaluation's worker time went, as the run measured it (`runs.stats`), with its spares."""
+    """Where one evaluation's worker time went, as the run measured it (`runs.stats`), with its spares
+    and the workers it replaced with no crashed cell to say why."""
     run = store.run(run_id)
     stats = json.loads(run["stats"]) if run.get("stats") else {}
     seconds = stats.get("seconds") or {}
@@ -72,4 +73,4 @@ def time_split(store: Any, run_id: int) -> dict[str, Any]:
     return {"run": run_id, "kind": run["kind"], "wall_s": wall_seconds(run),
             "workers": json.loads(run["environment"] or "{}").get("workers"),
             "worker_s": seconds.get("wall"), "parts": parts, "restarts": stats.get("restarts"),
-            "spares": stats.get("spares")}
+            "spares": stats.get("spares"), "replaced": stats.get("replaced") or []}

@@ -91,6 +91,7 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     from kbm_toolkit.analysis.runs import largest_parts
     from kbm_toolkit.evaluation.fill import RunRequest, fill_matrix
     from kbm_toolkit.report.pipeline import progress_bar
+    from kbm_toolkit.report.runs import replaced_lines
 
     store = obj.store()
     request = RunRequest(source, problems, level, sample, gpus, workers, arch, not no_probe, rerun_crashers,
@@ -110,6 +111,8 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
         sys.exit(ExitCode.INTERRUPTED)
     click.echo(f"{summary.cells} cells written, {len(summary.quarantined)} mutants quarantined on the probe, "
                f"{summary.restarts} worker restarts ({summary.waited_s:.1f} s waiting for a worker to start).")
+    for line in replaced_lines(summary.replaced, shown=3):
+        click.echo(line)
     split = summary.seconds
     if split.get("wall"):
         click.echo("workers' time: " + ", ".join(f"{k} {v / split['wall']:.0%}" for v, k in largest_parts(split)[:4])

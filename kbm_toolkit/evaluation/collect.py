@@ -75,7 +75,7 @@ class Collector(Committer):
         self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
             RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
-            RecordKind.PROBLEM: self._problem}
+            RecordKind.PROBLEM: self._problem, RecordKind.POISONED: self._poisoned}
 
     def take(self, key: str, rec: dict[str, Any]) -> None:
         """Handle one record of problem `key`."""
@@ -120,6 +120,9 @@ class Collector(Committer):
         self.flush()
         self.store.set_mutant_status(rec["mutant"], MutantStatus.QUARANTINED, "crashed or hung on the probe input")
         self.summary.quarantined.append(rec["mutant"])
+
+    def _poisoned(self, key: str, rec: dict[str, Any]) -> None:
+        self.summary.replaced.append({"problem": key, "input": rec.get("input", ""), "note": rec["note"]})
 
     def _problem(self, key: str, rec: dict[str, Any]) -> None:
         options = self.options

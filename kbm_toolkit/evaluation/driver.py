@@ -198,6 +198,8 @@ class _Driver:
 
     def _poisoned(self, rec: dict[str, Any]) -> bool:
         self.worker.retire()  # its CUDA context is gone; a warm spare takes over
+        if rec.get("note"):  # replaced with no crashed cell to say why: the run reports it
+            self.emit(rec)
         return True
 
     def _lost(self) -> None:

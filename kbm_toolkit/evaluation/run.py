@@ -260,7 +260,7 @@ class _Run:
         summary.spares = spare_stats(workers)
         summary.seconds = split_seconds(collector.seconds, summary, began, self.finished, len(workers))
         stats = {"seconds": summary.seconds, "restarts": summary.restarts, "spares": summary.spares,
-                 "compared_bytes": summary.compared_bytes,
+                 "compared_bytes": summary.compared_bytes, "replaced": summary.replaced,
                  "problems": {k: {part: round(v, 3) for part, v in parts.items()}
                               for k, parts in sorted(collector.problems.items())}}
         if not completed:  # interrupted: its cells are kept, and when it stopped gives its wall time;

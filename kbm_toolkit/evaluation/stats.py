@@ -31,6 +31,9 @@ class RunSummary:
     compared_bytes: int = 0
     """Bytes the cells' comparisons read (outputs and references): `comparing`'s floor, at the
     GPU's read bandwidth."""
+    replaced: list[dict[str, str]] = field(default_factory=list)
+    """Workers replaced with no crashed or hung cell to say why (a CUDA error outside a launch, an
+    input built again that differed): each `{"problem", "input", "note"}`."""
 
 
 RECORD_MS = {RecordKind.CELL: {"ms": "launches", "load_ms": "loading", "compare_ms": "comparing",

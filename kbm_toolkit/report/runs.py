@@ -43,3 +43,18 @@ def print_split(split: dict[str, Any]) -> None:
         lent = f" ({spares['borrowed']} lent by another worker on the GPU)" if spares.get("borrowed") else ""
         console.print(f"Workers started: {spares['starts']}, {spares.get('found_warm', 0)} of them warm when needed{lent}; "
                       f"spawn to warm {spares.get('warm_s_median')} s median, {spares.get('warm_s_max')} s at most.")
+    for line in replaced_lines(split.get("replaced") or []):
+        console.print(line)
+
+
+def replaced_lines(replaced: list[dict[str, str]], shown: int | None = None) -> list[str]:
+    """Workers replaced with no crashed or hung cell to say why: a count, then each (the first
+    `shown`) with its problem, input and reason."""
+    if not replaced:
+        return []
+    lines = [f"Workers replaced with no crashed or hung cell: {len(replaced)}"]
+    for r in replaced[:shown]:
+        lines.append(f"  {r['problem']}" + (f" input {r['input']}" if r.get("input") else "") + f": {r['note']}")
+    if shown is not None and len(replaced) > shown:
+        lines.append(f"  and {len(replaced) - shown} more")
+    return lines
