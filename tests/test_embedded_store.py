@@ -293,16 +293,17 @@ def test_the_shipped_level3_store_audits_and_tabulates_the_networks_on_a_cpu(fre
     assert placed > 40_000  # every network mutated, each kernel mutant at one launch
     report = audit(fresh_user, "--store", "@kernelbench-level3", "-a", "kernelbench", "--level", "level3", "--no-run")
     assert report["witnessed"] > 50 and 0 < report["detected"] <= report["witnessed"]
-    # a stated share, not the pool: 1% of every network, 3% of those a stopped wider run finished
-    assert (report["sample"]["least"], report["sample"]["share"]) == (0.01, 0.03)
+    # a stated share, not the pool: the least and the widest any network was evaluated on
+    at = dict(store.db.execute("select sample, count(*) from problems where level = 'level3' and sample is not null"
+                               " group by 1").fetchall())
+    assert (report["sample"]["least"], report["sample"]["share"]) == (min(at), max(at)) and max(at) < 1
     assert sum(n for _, n in report["sample"]["problems_at"]) == 46
     result = fresh_user.invoke(cli, ["--store", "@kernelbench-level3", "report", "--tables"])
     assert result.exit_code == 0, result.output
     assert "Table 5: whole networks against single operators, kernelbench" in result.output
     assert "| architecture scale (level 3) |" in result.output and "quartile 4 of depth" in result.output
-    at = dict(store.db.execute("select sample, count(*) from problems where level = 'level3' and sample is not null"
-                               " group by 1").fetchall())
-    assert f"a 1–3% sample of each problem's ({at[0.01]} problems at 1%, {at[0.03]} problems at 3%" in result.output
+    shares = "–".join(f"{100 * f:g}" for f in sorted(at))
+    assert f"a {shares}% sample of each problem's" in result.output
     # Table 6's families of a problem's misses, most first and ties by name, whatever order the
     # store's rows come in (the audit and the report load them differently)
     table6 = result.output.split("Table 6:")[1].split("\n\n")[1].splitlines()[2:]
