@@ -267,15 +267,18 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             python3 bench/compare_cells.py /tmp/demo-one.db /tmp/demo-s0.db --rel 1e-6 > "$OUT/logs/shards-compare.txt" 2>&1
             echo "compare one run against the merged shards: exit $?"; head -n 30 "$OUT/logs/shards-compare.txt" ;;
         l3-targets)  # issue 28 item 4's targeted witnesses: `kbm targets --level level3` (ceilings on the GPU),
-                     # then their inputs on the mutants kernelbench misses in the L3_SAMPLE share (default 0.01);
+                     # then their inputs on the mutants kernelbench misses in the L3_SAMPLE share (default: the
+                     # widest share the store's networks were evaluated on, so new survivors are not left out);
                      # the store as for l3-pool, returned as l3-live.db.xz, the protocol as l3-targets.toml
             l3_store
+            widest=$(python3 -c "import sqlite3; print(sqlite3.connect('/tmp/l3-live.db').execute(
+                \"select coalesce(max(sample), 0.01) from problems where level = 'level3'\").fetchone()[0])")
             stop_at "$(( $(left) - 60 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
                 targets --level level3 --out .kbm/l3-targets > "$OUT/logs/l3-targets.txt" 2>&1
             echo "targets --level level3: exit $?; $(tail -n 1 "$OUT/logs/l3-targets.txt")"
             cp .kbm/l3-targets/protocol.toml "$OUT/l3-targets.toml" 2>/dev/null
             stop_at "$(( $(left) - 45 ))" python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench \
-                run --level level3 --inputs .kbm/l3-targets --survivors-of kernelbench --sample "${L3_SAMPLE:-0.01}" \
+                run --level level3 --inputs .kbm/l3-targets --survivors-of kernelbench --sample "${L3_SAMPLE:-$widest}" \
                 --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$OUT/logs/l3-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-targets-run.txt")"
             l3_pack ;;
