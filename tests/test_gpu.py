@@ -121,11 +121,30 @@ def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path
                                  device_arch(), {"gpu": "test"}, RunOptions(first_kill=rule))
         assert summary.problems == {problem.key: "done"}
     assert stores["first"].db["cells"].count < stores["full"].db["cells"].count
+    # a racing mutant (a barrier removed, two threads on one element) can change its output from one
+    # launch to the next: where the two runs measured the same cell apart, it is named and set aside
+    racy = _racy(stores)
+    assert len(racy) <= stores["full"].db["mutants"].count // 10, _differing(stores, racy)
     for protocol in protocols:
         for t in (1e-2, 1e-3):
             mine, theirs = (run_protocol(protocol, load_matrices(stores[s]), t) for s in ("first", "full"))
-            assert mine.detected == theirs.detected and not mine.missing_cells, \
-                _differing(stores, mine.detected[problem.key] ^ theirs.detected[problem.key])
+            differ = (mine.detected[problem.key] ^ theirs.detected[problem.key]) - racy
+            assert not differ and not mine.missing_cells, _differing(stores, differ)
+
+
+def _racy(stores: dict) -> set[str]:
+    """Mutants with a cell both stores hold whose outcome or margin differs between them."""
+    cells = {name: {(r[0], r[1]): (r[2], r[3]) for r in store.db.execute("select mutant, input, outcome, margin from cells")}
+             for name, store in stores.items()}
+    racy = set()
+    for pair, (outcome, margin) in cells["first"].items():
+        if pair not in cells["full"]:
+            continue
+        theirs, their_margin = cells["full"][pair]
+        if theirs != outcome or (margin is None) != (their_margin is None) or (
+                margin is not None and abs(margin - their_margin) > 1e-6 * max(abs(margin), abs(their_margin), 1e-30)):
+            racy.add(pair[0])
+    return racy
 
 
 def _differing(stores: dict, mutants: set[str]) -> str:
