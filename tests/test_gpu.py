@@ -148,7 +148,7 @@ def _racy(stores: dict) -> set[str]:
 
 
 def _differing(stores: dict, mutants: set[str]) -> str:
-    """Each mutant detected in one store and not the other: its rule and its cells in both stores."""
+    """Each of `mutants` with its rule and its cells in both stores, for an assertion's message."""
     lines = []
     for mid in sorted(mutants):
         rule = stores["full"].db.execute("select rule from mutants where id = ?", [mid]).fetchone()
