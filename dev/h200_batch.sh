@@ -29,6 +29,8 @@
 #                                           KernelBench's own eval loop, seconds per submission)
 #                                           eval-bench (bench/eval_throughput.py: .kbm/baseline's evaluator against
 #                                           this checkout's, SAMPLE of the slice's mutants)
+#                                           compare-floor (bench/compare_floor.py: the one-pass comparison alone
+#                                           against reading both tensors once)
 #                                           shards (the demo pool as one run and as two shards merged; their cells compared)
 #                                           l3-pool (issue 28's pool, resumable from a carried .kbm/l3-live.db.xz)
 #                                           l3-targets (kbm targets on level 3, run on kernelbench's survivors there)
@@ -249,6 +251,11 @@ PY
                 ${WORKERS:+--workers "$WORKERS"} ${REPEAT:+--repeat "$REPEAT"} ${NEW_ARGS:+--new-args "$NEW_ARGS"} \
                 --budget "$(( $(left) - 45 ))" --out "$OUT/logs/eval-throughput" > "$OUT/logs/eval-throughput.txt" 2>&1
             echo "eval throughput: exit $?"; tail -n 20 "$OUT/logs/eval-throughput.txt" ;;
+        compare-floor)  # issue 27 item 1: the one-pass comparison alone against reading both tensors once, on the
+                        # pool's five largest outputs; beside eval-bench's in-run figure, whose CUDA-event times with
+                        # WORKERS=2 also span the other worker's time slices
+            timeout "$(left)" python3 bench/compare_floor.py --repeats 7 > "$OUT/logs/compare-floor.txt" 2>&1
+            echo "compare floor: exit $?; $(tail -n 1 "$OUT/logs/compare-floor.txt")" ;;
         shards)  # issue 27: the demo pool under kernelbench's inputs as one run, and as two shards merged
             python3 -c "import sqlite3, sys; sys.path.insert(0, 'bench'); from eval_throughput import prepare_input
 import lzma, shutil; shutil.copyfileobj(lzma.open('kbm_toolkit/data/demo.db.xz'), open('/tmp/demo-src.db', 'wb'))
