@@ -124,7 +124,7 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             raise
         # outside a launch (loading the correct kernel, freeing memory): this context is gone, not
         # the problem; the parent resumes in a fresh worker, and gives up if that fails the same way
-        yield {"kind": RecordKind.POISONED, "note": f"{type(e).__name__}: {str(e)[:160]}"}
+        yield {"kind": RecordKind.POISONED, "note": _said(e)}
 
 
 def _handover(task: dict[str, Any], began: float) -> Iterator[dict[str, Any]]:
@@ -272,6 +272,11 @@ def _compared_bytes(out: Any, built: Built) -> int:
         return 0
     size = out.numel() * out.element_size() + built.ref.numel() * built.ref.element_size()
     return size * (1 + len(built.others))
+
+
+def _said(e: BaseException, limit: int = 160) -> str:
+    """An exception as a record's note says it: its type and the start of its message."""
+    return f"{type(e).__name__}: {str(e)[:limit]}"
 
 
 def cuda_error(e: BaseException) -> bool:
@@ -431,7 +436,7 @@ class _CellTask:
                     raise
                 # the context broke before this input's first mutant: an earlier mutant's stray writes
                 # reached memory no checksum watches; a fresh worker builds it again
-                yield {"kind": RecordKind.POISONED, "input": spec.id, "note": f"{type(e).__name__}: {str(e)[:160]}"}
+                yield {"kind": RecordKind.POISONED, "input": spec.id, "note": _said(e)}
                 return
             if built is None:
                 continue  # an input that rejects the reference or the correct kernel kills nothing
@@ -498,7 +503,7 @@ class _CellTask:
                 # unless the context is gone (an earlier mutant's stray write) or memory ran out: not the input's
                 if cuda_error(e) or isinstance(e, torch.OutOfMemoryError):
                     raise
-                check["note"] = f"reference raised {type(e).__name__}: {str(e)[:200]}"
+                check["note"] = f"reference raised {_said(e, 200)}"
                 yield check
                 return None
             why = unusable(ref)
@@ -549,7 +554,7 @@ class _CellTask:
         except Exception as e:  # a CUDA error too: the context is gone, and the fresh worker says so
             if isinstance(e, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
-            why = f"{type(e).__name__}: {str(e)[:160]}"
+            why = _said(e)
         yield {"kind": RecordKind.TIME, "part": "building again", "s": time.perf_counter() - start}
         if why:
             yield {"kind": RecordKind.POISONED, "input": spec.id, "note": f"input {spec.id} built again: {why}"}
@@ -661,7 +666,7 @@ class _CellTask:
             torch.cuda.empty_cache()
         except Exception as e:  # a CUDA error: the context is gone for good
             # crash_ms: from the launch until its error came (at the cell's one wait, or before)
-            cell.update(outcome=Outcome.CRASH, note=f"{type(e).__name__}: {str(e)[:200]}",
+            cell.update(outcome=Outcome.CRASH, note=_said(e, 200),
                         crash_ms=(time.perf_counter() - start) * 1000)
             return After.STOP
         # a crash that left the context usable (before its judging) may still have written over its inputs
@@ -676,7 +681,7 @@ class _CellTask:
             if after is After.BUILD_AGAIN:
                 cell["note"] = OVERWRITE_NOTE
         except Exception as e:  # a CUDA error surfacing only now: the context is gone all the same
-            cell["note"] = f"checking for overwrites failed: {type(e).__name__}: {str(e)[:160]}"
+            cell["note"] = f"checking for overwrites failed: {_said(e)}"
             after = After.STOP
         cell["check_ms"] = (time.perf_counter() - start) * 1000
         return after
