@@ -322,6 +322,25 @@ def test_the_fill_command_runs_as_printed(runner: CliRunner, tmp_path: Path, dem
                                  "reports (kbm audit) work from the store without one")
 
 
+@pytest.mark.parametrize("driver", [True, False])
+def test_kbm_run_starts_the_workers_fork_server_before_it_asks_for_a_device_where_a_driver_is(
+        runner: CliRunner, tmp_path: Path, demo_copy: Path, monkeypatch: pytest.MonkeyPatch, driver: bool) -> None:
+    import kbm_toolkit.evaluation.device as device
+    import kbm_toolkit.evaluation.fill as fill
+    from kbm_toolkit.evaluation.options import GPU_PRELOAD
+
+    asked: list[str] = []
+    monkeypatch.setattr(fill, "start_server", lambda preload: asked.append(f"server {len(preload)}"))
+    monkeypatch.setattr(device, "describe_device", lambda: asked.append("device") or {"cuda": False})
+    monkeypatch.setattr(fill, "GPU_DRIVER", tmp_path / "nvidiactl")
+    if driver:
+        fill.GPU_DRIVER.touch()
+    result = runner.invoke(cli, ["--store", str(demo_copy), "run", "--inputs", "kernelbench", "demo/1_LeakyReLU"])
+    assert result.exit_code == ExitCode.NO_DEVICE, result.output
+    # where a driver is, the server imports torch while the probe does; elsewhere no process is started for nothing
+    assert asked == ([f"server {len(GPU_PRELOAD)}"] if driver else []) + ["device"]
+
+
 # 7. A protocol may name only problems kbm knows, and may not take a built-in one's place.
 
 @pytest.mark.parametrize("extra, problem, words", [

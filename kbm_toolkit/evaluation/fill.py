@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from kbm_toolkit.analysis.score import audit_store, survivors
 from kbm_toolkit.errors import KbmError, NoDevice, OptionError
 from kbm_toolkit.evaluation import device, ray_backend
 from kbm_toolkit.evaluation.input_sources import resolve
-from kbm_toolkit.evaluation.options import RunOptions
+from kbm_toolkit.evaluation.options import GPU_PRELOAD, RunOptions
 from kbm_toolkit.evaluation.run import run_evaluation
 from kbm_toolkit.evaluation.shard import Shard
 from kbm_toolkit.evaluation.stats import RunSummary
+from kbm_toolkit.evaluation.workers import start_server
 from kbm_toolkit.judging import Judging, Margin, extra_margins
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol
 from kbm_toolkit.vocabulary import Accounting
+
+
+GPU_DRIVER = Path("/dev/nvidiactl")
+"""Present where an NVIDIA driver is: only a hint to start the workers' fork server early; whether a
+GPU is visible is still asked of a worker (`device.describe_device`)."""
 
 
 @dataclass
@@ -90,6 +97,11 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     anything starts when no GPU is visible."""
     if request.ray is not None:
         ray_backend.require()  # one line, before any work, when Ray is not installed
+    elif GPU_DRIVER.exists():
+        # the GPU workers' fork server imports torch (about 4 s on the H200 host) while this process
+        # selects problems and a probe asks the device what it is (about as long): the first worker
+        # forks from it at once instead of waiting for those imports after the probe
+        start_server(GPU_PRELOAD)
     if request.redo_overwritten:
         return _redo_overwritten(store, problem_set, request, on_progress, on_problem)
     specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()})
