@@ -445,6 +445,12 @@ def with_floors(rows: list[dict[str, Any]], bandwidth: float | None) -> list[dic
         if bandwidth and r.get("compared_bytes") and r["compare_s"] is not None:
             r["floor_s"] = round(r["compared_bytes"] / bandwidth, 3)
             r["compare_over_floor"] = round(r["compare_s"] / r["floor_s"], 2) if r["floor_s"] else None
+            # the comparison kernels' own GPU time (an evaluator since 2026-12-03 stores it): what of
+            # `comparing` is reading, and what is queueing and the share of the one wait it is charged
+            gpu = sum(p.get("compare_gpu_s", 0.0) for p in (r.get("problems") or {}).values())
+            if gpu and r["floor_s"]:
+                r["compare_gpu_s"] = round(gpu, 3)
+                r["gpu_compare_over_floor"] = round(gpu / r["floor_s"], 2)
         r.update(large_comparisons(r.get("problems"), bandwidth))
         out.append(r)
     return out
@@ -463,9 +469,11 @@ def large_comparisons(problems: dict[str, dict[str, float]] | None, bandwidth: f
     compared = sum(p["compared_bytes"] for p in large.values())
     if not bandwidth or not compared:
         return {}
+    gpu = sum(p.get("compare_gpu_s", 0.0) for p in large.values())
     return {"large_problems": sorted(large),
             "large_compare_over_floor": round(sum(p.get("comparing", 0.0) for p in large.values())
-                                              / (compared / bandwidth), 2)}
+                                              / (compared / bandwidth), 2),
+            **({"large_gpu_compare_over_floor": round(gpu / (compared / bandwidth), 2)} if gpu else {})}
 
 
 def part_order(rows: list[dict[str, Any]]) -> list[str]:
@@ -519,6 +527,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("compare / floor (goal <= 1.3)", [fmt(r.get("compare_over_floor"), ".2f",
                                                "*" if r.get("bytes_borrowed") else "") for r in rows]),
         ("  comparisons >= 1 GB", [fmt(r.get("large_compare_over_floor"), ".2f") for r in rows]),
+        ("its kernels' GPU time / floor", [fmt(r.get("gpu_compare_over_floor"), ".2f") for r in rows]),
+        ("  comparisons >= 1 GB", [fmt(r.get("large_gpu_compare_over_floor"), ".2f") for r in rows]),
     ]
     heads = [f"{r['evaluator']} #{r['rep'] + 1}" + (" stopped" if r.get("stopped") else "") for r in rows]
     width = max(len(name) for name, _ in lines)
@@ -540,14 +550,15 @@ def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
     if not problems:
         return f"{row['evaluator']} #{row['rep'] + 1}: no split per problem stored"
     lines = [f"{row['evaluator']} #{row['rep'] + 1}, per problem (s)   launches  crashed  comparing  checking  "
-             "GB compared  compare/floor"]
+             "GB compared  compare/floor  GPU/floor"]
     for key, parts in sorted(problems.items(), key=lambda kv: -kv[1].get("comparing", 0.0)):
         compared = parts.get("compared_bytes", 0)
         floor = compared / bandwidth if bandwidth and compared else None
         ratio = f"{parts.get('comparing', 0.0) / floor:.2f}" if floor else "-"
+        gpu = f"{parts['compare_gpu_s'] / floor:.2f}" if floor and parts.get("compare_gpu_s") else "-"
         lines.append(f"  {key[:36]:<36} {parts.get('launches', 0.0):8.2f} {parts.get('crashed', 0.0):8.2f} "
                      f"{parts.get('comparing', 0.0):10.2f} {parts.get('checking', 0.0):9.2f} {compared / 1e9:12.1f} "
-                     f"{ratio:>14}")
+                     f"{ratio:>14} {gpu:>10}")
     return "\n".join(lines)
 
 
@@ -573,6 +584,10 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
         names = next(r["large_problems"] for r in rows if r["evaluator"] == "new" and r.get("large_problems"))
         lines.append(f"new compare / floor on comparisons of >= {LARGE / 1e9:g} GB: {large:.2f} (goal <= 1.3; "
                      f"{', '.join(n.split('/')[-1] for n in names)})")
+    gpu = median("new", "gpu_compare_over_floor")
+    if gpu is not None:
+        lines.append(f"new comparison kernels' GPU time / floor: {gpu:.2f} (the rest of comparing is host "
+                     "queueing and its share of the one wait for the GPU)")
     aside = median("new", "share_not_any_launch")
     lines.append(f"new share outside launches: {outside:.1%} (goal <= 15%); {aside:.1%} with crashed launches "
                  "counted as launches" if outside is not None and aside is not None

@@ -79,4 +79,4 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 settled.cell(m["id"], spec.id, "pass", 0.5 if killed else 1e-6)
             yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
                    "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0,
-                   "load_ms": 0.5, "compare_ms": 0.25, "check_ms": 0.125, "compared_bytes": 64, "margins": dict.fromkeys(keys, 0.5 if killed else 1e-6)}
+                   "load_ms": 0.5, "compare_ms": 0.25, "check_ms": 0.125, "compared_bytes": 64, "compare_gpu_ms": 0.2, "margins": dict.fromkeys(keys, 0.5 if killed else 1e-6)}

@@ -247,7 +247,9 @@ def test_the_split_per_problem_puts_the_slowest_comparing_first():
         "level1/23_Softmax": {"launches": 1.0, "comparing": 0.9, "crashed": 0.4, "compared_bytes": 1.2e12}}}
     lines = bench.problem_table(row, 4e12).splitlines()
     assert lines[1].split()[0] == "level1/23_Softmax" and lines[2].split()[0] == "level1/19_ReLU"
-    assert lines[1].split()[-1] == "3.00" and lines[2].split()[-1] == "1.00"  # 0.9 s against a 0.3 s floor
+    assert lines[1].split()[-2:] == ["3.00", "-"] and lines[2].split()[-2:] == ["1.00", "-"]  # 0.9 s against 0.3 s
+    row["problems"]["level1/23_Softmax"]["compare_gpu_s"] = 0.33  # the kernels' own time: 1.1 floors
+    assert bench.problem_table(row, 4e12).splitlines()[1].split()[-2:] == ["3.00", "1.10"]
     assert bench.problem_table({"evaluator": "old", "rep": 0}, 4e12) == "old #1: no split per problem stored"
 
 
@@ -260,6 +262,7 @@ def test_compare_against_its_floor_is_also_given_on_the_large_comparisons_alone(
     (row,) = bench.with_floors([new], 4e12)
     assert row["large_problems"] == ["level1/19_ReLU", "level1/23_Softmax"]
     assert row["large_compare_over_floor"] == 2.25  # 0.9 s against 1.6e12 B at 4e12 B/s; the small one left out
+    assert "gpu_compare_over_floor" not in row and "large_gpu_compare_over_floor" not in row  # none stored
     assert "comparisons of >= 1 GB: 2.25 (goal <= 1.3; 19_ReLU, 23_Softmax)" in "\n".join(bench.verdict_lines([row], [], 4e12))
     assert bench.large_comparisons({"level1/1_Square": problems["level1/1_Square"]}, 4e12) == {}
     assert bench.large_comparisons({"x": {"comparing": 1.0, "compared_bytes": 5e9}}, 4e12) == {}  # no `compares` stored
@@ -307,3 +310,14 @@ def test_new_args_reach_this_checkouts_evaluator_only():
     new = bench.run_command(Path("n.db"), ["lv/1_A"], args, None, "new")
     old = bench.run_command(Path("o.db"), ["lv/1_A"], args, None, "old")
     assert new[-2:] == ["--spares", "2"] and old[-2:] == ["--workers", "1"] and new[:-2] == [*old[:4], "n.db", *old[5:]]
+
+
+def test_the_comparison_kernels_own_gpu_time_is_set_against_the_floor_beside_the_charged_time():
+    problems = {"level1/19_ReLU": {"comparing": 0.6, "compare_gpu_s": 0.33, "compared_bytes": 1.2e12, "compares": 100},
+                "level1/1_Square": {"comparing": 5.0, "compare_gpu_s": 0.05, "compared_bytes": 0.4e12, "compares": 1e5}}
+    new = {"evaluator": "new", "rep": 0, "cells": 300, "cells_per_s": 30.0, "seconds": SECONDS,
+           "compared_bytes": 1.6e12, "problems": problems}
+    (row,) = bench.with_floors([new], 4e12)  # a 0.4 s floor over all, 0.3 s on ReLU's large comparisons alone
+    assert (row["compare_gpu_s"], row["gpu_compare_over_floor"], row["large_gpu_compare_over_floor"]) == (0.38, 0.95, 1.1)
+    assert "new comparison kernels' GPU time / floor: 0.95" in "\n".join(bench.verdict_lines([row], [], 4e12))
+    assert "its kernels' GPU time / floor" in bench.table([row])

@@ -311,6 +311,7 @@ def test_a_run_stores_its_split_per_problem(tmp_path: Path, monkeypatch: pytest.
                                     "where m.problem = ? and c.ms is not null", [key]).fetchone()[0]
         assert parts["launches"] == pytest.approx(launched / 1000, abs=0.002)
         assert parts["compared_bytes"] == 64 * launched and parts["compares"] == launched
+        assert parts["compare_gpu_s"] == pytest.approx(0.2 * launched / 1000, abs=0.002)
     assert split["demo/3_LayerNorm"]["crashed"] >= 1.5 and "crashed" not in split["demo/1_LeakyReLU"]
 
 

@@ -691,7 +691,8 @@ class _CellTask:
         """The comparisons of `out` and whether the launch wrote over what `built` watches, their
         kernels queued behind the launch (`timed`) and read back once (`cuda.readback`): one wait
         for the GPU. `cell` gets `ms`, `compare_ms` and `check_ms`: each part's own queueing, and
-        the one wait split between them by their kernels' GPU time."""
+        the one wait split between them by their kernels' GPU time; and `compare_gpu_ms`, that
+        GPU time of the comparisons alone (what the eval bench sets against the floor too)."""
         from kbm_toolkit.cuda.readback import Readback
 
         readback = Readback()
@@ -710,6 +711,7 @@ class _CellTask:
         cell["ms"] = (timed.host_s + wait * shares[0]) * 1000
         cell["compare_ms"] = (queued - began + wait * shares[1]) * 1000
         cell["check_ms"] = (checked - queued + wait * shares[2]) * 1000
+        cell["compare_gpu_ms"] = gpu[1]
         return cmp, margins, overwritten
 
     def _kernel(self, m: dict[str, Any]) -> Any:

@@ -70,8 +70,8 @@ class Collector(Committer):
         self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
         self.problems: dict[str, dict[str, float]] = {}
-        """The same per problem, with `compared_bytes` and `compares` (cells compared): which problems a
-        part's time comes from."""
+        """The same per problem, with `compared_bytes`, `compares` (cells compared) and `compare_gpu_s`
+        (the comparison kernels' own GPU time, inside `comparing`): which problems a part's time comes from."""
         self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
             RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
@@ -109,6 +109,8 @@ class Collector(Committer):
         mine = self.problems.setdefault(key, {})
         mine["compared_bytes"] = mine.get("compared_bytes", 0) + compared
         mine["compares"] = mine.get("compares", 0) + bool(compared)  # bytes per comparison: its size
+        if rec.get("compare_gpu_ms"):
+            mine["compare_gpu_s"] = mine.get("compare_gpu_s", 0.0) + rec["compare_gpu_ms"] / 1000
 
     def _input(self, key: str, rec: dict[str, Any]) -> None:
         self.store.record_input_check(self.hashes[key], self.run_id, rec)
