@@ -206,6 +206,24 @@ def test_the_evaluator_rebuilds_placed_mutants_from_the_rules(net) -> None:
     assert stored(rows, generate(substrate_for(problem), NET_RULES[2:])) != made
 
 
+def test_kbm_mutate_unplaced_runs_each_kernel_mutant_at_every_launch_in_a_store_of_its_own(net, tmp_path: Path) -> None:
+    problem, placed_store = net
+    before = sorted(r["id"] for r in placed_store.mutants(problem.key))
+    summary = mutate_problems(placed_store, [problem], "sm_90", workers=1, require_gate=False, rules=NET_RULES,
+                              placed=False)
+    # the placed mutants (and the cells they would have) are not replaced
+    assert summary.problems == [] and "store holds its placed mutants" in summary.skipped[problem.key]
+    assert sorted(r["id"] for r in placed_store.mutants(problem.key)) == before
+    store = Store(tmp_path / "whole.db")
+    mutate_problems(store, [problem], "sm_90", workers=1, require_gate=False, rules=NET_RULES, placed=False)
+    rows = list(store.mutants(problem.key))
+    assert {r["rule"] for r in rows} == {r.name for r in NET_RULES}
+    assert all(r["launch"] is None and r["position"] is None for r in rows)  # one mutant per site, everywhere
+    assert len(rows) == len(NET_RULES)
+    made = stored([r for r in rows if r["status"] == MutantStatus.DISTINCT], generate(substrate_for(problem), NET_RULES))
+    assert {m.launch for m in made} == {None}
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_a_placed_mutant_changes_its_layer_only(net) -> None:
     import torch

@@ -46,9 +46,13 @@ def rules_cmd(obj: Context, family: str | None, count_sites: bool, as_json: bool
 @click.option("--rule", "rule_names", multiple=True, help="Only these rules (repeatable).")
 @click.option("--workers", type=click.IntRange(1), help="Compiling processes (default: one per core).")
 @click.option("--ungated", is_flag=True, help="Also mutate substrates with no passing gate verdict.")
+@click.option("--unplaced", is_flag=True,
+              help="Run each kernel mutant of a network at every launch of its kernel, not at one launch per "
+                   "quartile of depth: a fused generated kernel's fault, to set beside the placed ones (into "
+                   "a store of its own).")
 @click.pass_obj
 def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,
-           rule_names: tuple[str, ...], workers: int | None, ungated: bool) -> None:
+           rule_names: tuple[str, ...], workers: int | None, ungated: bool, unplaced: bool) -> None:
     """Turn gated substrates into mutants, compile them all, and record them in the store.
 
     Prints the pipeline summary (generated, non-compiling, duplicate, equivalent, distinct) in
@@ -65,7 +69,7 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
     selected = obj.substrate_problems(problems, level)
     with progress_bar() as progress:
         summary = mutate_problems(store, selected, arch or DEFAULT_ARCH, rule_names or None, workers,
-                                  require_gate=not ungated, progress=progress)
+                                  require_gate=not ungated, progress=progress, placed=not unplaced)
     print_summary(summary)
     if not summary.problems:
         key, why = next(iter(summary.skipped.items()), ("", "nothing selected"))

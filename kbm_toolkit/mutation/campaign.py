@@ -27,9 +27,11 @@ def gated_sources(store: Any) -> dict[str, str]:
 
 def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: tuple[str, ...] | None = None,
                     workers: int | None = None, require_gate: bool = True, progress: Any = None,
-                    rules: list[Any] | None = None) -> MutationSummary:
+                    rules: list[Any] | None = None, placed: bool = True) -> MutationSummary:
     """Generate, screen and store the mutants of every selected problem that may be mutated
-    (under `rules` when given, else the catalog's, narrowed to `rule_names`)."""
+    (under `rules` when given, else the catalog's, narrowed to `rule_names`). A network's kernel
+    mutants are placed at one launch each (`mutation.positions`); with `placed=False` each runs at
+    every launch of its kernel, as a fault in a fused generated kernel would."""
     rules = load_rules() if rules is None else rules
     if rule_names:
         unknown = sorted(set(rule_names) - {r.name for r in rules})
@@ -47,11 +49,16 @@ def mutate_problems(store: Any, problems: list[Problem], arch: str, rule_names: 
         if require_gate and gated.get(problem.key) != substrate.source_hash:
             summary.skipped[problem.key] = "not gated at this source (run `kbm gate`, or pass --ungated)"
             continue
+        if substrate.positioned and not placed and any(r["launch"] for r in store.mutants(problem.key)):
+            # mutating replaces a problem's mutants: the placed ones' cells would lose their mutants
+            summary.skipped[problem.key] = ("the store holds its placed mutants; mutate --unplaced into a store "
+                                            "of its own (e.g. a copy of the gate's)")
+            continue
         mutants = generate(substrate, rules)
         task = progress.add_task(problem.key, total=len(mutants)) if progress else None
         screened = screen(mutants, substrate.source, substrate.launcher_source, arch, workers,
                           on_progress=(lambda n: progress.advance(task, n)) if progress else None)
-        if substrate.positioned:
+        if substrate.positioned and placed:
             screened = place(screened, launch_sequence(problem, substrate), substrate.source, arch)
         diffs = _diffs(screened, substrate)
         if progress:
