@@ -343,7 +343,6 @@ RUNNER = """
 import json, sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from kbm_toolkit.store import Store
 from kbm_toolkit.problems.problem_set import ProblemSet

@@ -16,6 +16,8 @@ from kbm_toolkit.cuda.kernels import device_arch
 from kbm_toolkit.problems.substrate import substrate_for
 from kbm_toolkit.problems.tensors import build_model, draw_inputs
 
+from support import load_script
+
 pytestmark = pytest.mark.gpu
 
 DEMO = [p.key for p in ProblemSet.discover().select(level="demo")]
@@ -123,28 +125,14 @@ def test_first_kill_on_the_gpu_keeps_every_audit_with_fewer_cells(tmp_path: Path
     assert stores["first"].db["cells"].count < stores["full"].db["cells"].count
     # a racing mutant (a barrier removed, two threads on one element) can change its output from one
     # launch to the next: where the two runs measured the same cell apart, it is named and set aside
-    racy = _racy(stores)
+    compare_cells = load_script("bench/compare_cells.py").compare_cells
+    racy = {d["mutant"] for d in compare_cells(tmp_path / "first.db", tmp_path / "full.db", rel=1e-6)["differing"]}
     assert len(racy) <= stores["full"].db["mutants"].count // 10, _differing(stores, racy)
     for protocol in protocols:
         for t in (1e-2, 1e-3):
             mine, theirs = (run_protocol(protocol, load_matrices(stores[s]), t) for s in ("first", "full"))
             differ = (mine.detected[problem.key] ^ theirs.detected[problem.key]) - racy
             assert not differ and not mine.missing_cells, _differing(stores, differ)
-
-
-def _racy(stores: dict) -> set[str]:
-    """Mutants with a cell both stores hold whose outcome or margin differs between them."""
-    cells = {name: {(r[0], r[1]): (r[2], r[3]) for r in store.db.execute("select mutant, input, outcome, margin from cells")}
-             for name, store in stores.items()}
-    racy = set()
-    for pair, (outcome, margin) in cells["first"].items():
-        if pair not in cells["full"]:
-            continue
-        theirs, their_margin = cells["full"][pair]
-        if theirs != outcome or (margin is None) != (their_margin is None) or (
-                margin is not None and abs(margin - their_margin) > 1e-6 * max(abs(margin), abs(their_margin), 1e-30)):
-            racy.add(pair[0])
-    return racy
 
 
 def _differing(stores: dict, mutants: set[str]) -> str:
