@@ -108,11 +108,13 @@ def test_the_baseline_borrows_the_new_runs_bytes_and_the_table_says_so():
            "spares": {"starts": 71, "found_warm": 38, "warm_s_median": 4.78}}  # from before lending
     new = {"evaluator": "new", "rep": 0, "run": 5, "cells": 1000, "wall_s": 25.0, "process_s": 35.0,
            "cells_per_s": 40.0, "seconds": {**SECONDS, "crashed": 10.0, "other": 0.0}, "compared_bytes": 8e12,
+           "outcomes": {"pass": 996, "crash": 3, "timeout": 1},
            "spares": {"starts": 98, "found_warm": 76, "borrowed": 9, "warm_s_median": 1.81}}
     rows = bench.with_floors([old, new], 4e12)
     assert rows[0]["bytes_borrowed"] and rows[0]["floor_s"] == 2.0 and rows[0]["compare_over_floor"] == 7.5
     assert "bytes_borrowed" not in rows[1] and rows[1]["compare_over_floor"] == 5.0
     assert rows[1]["share_not_launches"] == 0.4 and rows[1]["share_not_any_launch"] == 0.3
+    assert rows[1]["share_crash_path"] == 0.1 and rows[1]["crashed_s_per_cell"] == 2.5
     text = bench.table(rows)
     lines = text.splitlines()
     labels = [line.split()[0] for line in lines[1:]]
@@ -123,6 +125,9 @@ def test_the_baseline_borrows_the_new_runs_bytes_and_the_table_says_so():
     assert [line for line in lines if line.startswith("  warm when")][0].split()[-2:] == ["38", "76"]
     last = bench.verdict_lines(rows, [], 4e12)
     assert last[1].startswith("new/old cells/s: 2.00x") and "5.00" in last[2] and "40.0%" in last[3]
+    assert "the crash path (crashed, spares, building ahead, handover, rebuilding) 10.0%, the rest 30.0%" in last[3]
+    assert [line for line in lines if line.startswith("  the rest")][0].split()[-1] == "30.0%"
+    assert [line for line in lines if line.startswith("  crashed s per")][0].split()[-2:] == ["-", "2.50"]
 
 
 def test_a_failed_run_shows_its_error_and_no_ratio():
