@@ -86,6 +86,9 @@ def test_the_tables_have_table_5_and_a_level_3_column(store: Store) -> None:
     assert "| operator scale (levels 1–2) | 4 | 50.0% | 3 | 33.3% |" in text
     assert "| architecture scale (level 3) | 8 | 50.0% | 5 | 20.0% |" in text
     assert "| level 3, quartile 1 of depth (input end) | 2 | 50.0% | 2 | 50.0% |" in text
+    # Fig. 7b's one point: the network's launches, and the same survival and misses as its column
+    assert "Per network (Fig. 7b's points), fewest launches first" in text
+    assert "| level3/7_Net | 8 | 8 | 50.0% | 5 | 20.0% |" in text
 
 
 def test_the_tables_are_for_the_official_check_wherever_it_is_listed(store: Store) -> None:
@@ -113,3 +116,11 @@ def test_the_report_draws_survival_against_launches_and_by_depth(store: Store, t
     assert "Whole networks: survival against launch count, and by depth" in page.read_text()
     drawn = (tmp_path / "report" / "depth.svg").read_text()
     assert "surviving kernelbench (%)" in drawn and "surviving kernelbench-head" not in drawn
+
+
+def test_the_per_network_table_lists_networks_fewest_launches_first(store: Store, tmp_path: Path) -> None:
+    _add(store, Problem("level3/9_Small", "level3", 9, "Small", tmp_path / "p.py", "kernelbench"),
+         {"s0": (KILLED, 0, 2), "s1": (QUIET, 1, 2)})
+    text = tables_markdown(store, [KB], [KB, HEAD])
+    rows = [line for line in text.split("Per network")[1].splitlines() if line.startswith("| level3/")]
+    assert rows == ["| level3/9_Small | 2 | 2 | 50.0% | 1 | 0.0% |", "| level3/7_Net | 8 | 8 | 50.0% | 4 | 0.0% |"]

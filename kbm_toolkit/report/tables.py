@@ -88,6 +88,16 @@ def table5(found: Depth) -> Table:
     return ("", "distinct", f"survive {found.protocol}", "witnessed", f"missed by {found.protocol}"), rows
 
 
+def networks_table(found: Depth) -> Table:
+    """Fig. 7b's points as a table (header, rows): per network, its launch count, its distinct
+    mutants and the share surviving, its witnessed ones and the share missed; fewest launches first."""
+    nets = sorted((n for n in found.networks if n.survival.distinct), key=lambda n: (n.launches or 0, n.problem))
+    rows = [(n.problem, f"{n.launches:,}" if n.launches else "–", f"{n.survival.distinct:,}",
+             _pct(n.survival.survival_pct), f"{n.survival.witnessed:,}", _pct(n.survival.miss_pct)) for n in nets]
+    return ("network", "launches", "distinct", f"survive {found.protocol}", "witnessed",
+            f"missed by {found.protocol}"), rows
+
+
 def _pct(value: float | None) -> str:
     return f"{value:.1f}%" if value is not None else "–"
 
@@ -234,9 +244,10 @@ def tables_markdown(store: Any, chosen: list[Protocol], denominator: list[Protoc
     text += f"\n\n{title}\n\n{markdown(table)}\n\nExamples (`kbm show ID`):\n\n" + "\n".join(f"- {x}" for x in examples)
     if networks:
         refereed = [mx for mx in matrices if mx.problem.key not in audits[official.name]["excluded"]]
+        found = depth(official, refereed, denominator, accounting)
         text += (f"\n\nTable 5: whole networks against single operators, {official.name}, over the mutants "
-                 f"{audits[official.name]['witnessed_as']}\n\n"
-                 f"{markdown(table5(depth(official, refereed, denominator, accounting)))}")
+                 f"{audits[official.name]['witnessed_as']}\n\n{markdown(table5(found))}\n\n"
+                 f"Per network (Fig. 7b's points), fewest launches first\n\n{markdown(networks_table(found))}")
     if store.submission_count():
         text += (f"\n\nSubmissions: the {store.submission_count():,} that `kbm verify` judged, by each protocol's "
                  f"verdict\n\n{markdown(submissions_table(store, chosen))}")
