@@ -303,6 +303,28 @@ def test_a_worker_closed_while_its_child_warms_up_says_closed() -> None:
     assert not mp.active_children()
 
 
+def test_a_worker_closed_under_a_task_says_closed_not_crashed() -> None:
+    import threading
+
+    worker = Worker(TARGET)
+    ended: list[object] = []
+
+    def drive() -> None:  # a run's thread, mid-launch when the run stops
+        try:
+            ended.append(worker.run({"do": "hang"}, timeout=60))
+        except BaseException as e:  # noqa: BLE001 - the test looks at what came out
+            ended.append(e)
+
+    thread = threading.Thread(target=drive)
+    thread.start()
+    time.sleep(1.0)
+    worker.close(wait_s=0.2)  # the busy child is killed: no crashed cell may come of it
+    thread.join(timeout=30)
+    assert [type(e) for e in ended] == [WorkerClosed]
+    time.sleep(0.2)
+    assert not mp.active_children()
+
+
 def test_children_forked_from_a_preloading_server_run_crash_and_see_the_parents_environment() -> None:
     os.environ.pop("KBM_TEST_SET_LATER", None)
     with Worker(TARGET, {"KBM_TEST_OWN": "mine"}, preload=("json",)) as worker:  # no spare: each start forks anew

@@ -284,6 +284,8 @@ class RayWorker:
                 replies, stats = ray.get(ref, timeout=None if wait is None else wait + ANSWER_S)
                 if stats is not None:
                     self._now = stats
+                if self._closed:  # its child was killed by close(): whatever came last is the run's stop
+                    raise WorkerClosed
                 for status, value, message in replies:
                     yield Reply(status, value, message)
                 if replies[-1][0] != "item":

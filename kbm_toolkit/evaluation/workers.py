@@ -359,7 +359,11 @@ class Worker:
                 yield Reply(status, value, message)
                 if status != "item":
                     return
-        except (EOFError, BrokenPipeError, ConnectionResetError):
+        except (EOFError, OSError) as e:  # OSError: a pipe close() shut under the wait, among others
+            if self._closed:  # close() killed the busy child: the run's stop, not the mutant's crash
+                raise WorkerClosed from None
+            if not isinstance(e, (EOFError, BrokenPipeError, ConnectionResetError)):
+                raise
             code = self._proc.exitcode if self._proc is not None else None
             self._kill()
             yield Reply("crash", message=f"worker died (exit code {code})")
