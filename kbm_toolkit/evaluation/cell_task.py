@@ -368,16 +368,29 @@ class _Timed:
         self._events: tuple[Any, Any] | None = None
 
     def enqueue(self, kernel: Any, built: Built) -> Any:
-        """Queue `kernel` on `built`'s model and inputs; its output."""
+        """Queue `kernel` on `built`'s model and inputs; its output. Under `KBM_STRESS` (an
+        experiment's switch, `cuda.stress`), beside the stress kernel."""
         import torch
 
+        from kbm_toolkit.cuda.stress import around_launch
+
         start = time.perf_counter()
+        stress = around_launch() if self.cuda else None
         if self.cuda:
             self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             self._events[0].record()
-        out = kernel.enqueue(built.model, built.inputs)
-        if self._events is not None:
-            self._events[1].record()
+        if stress is not None:
+            stress.start()
+        try:
+            out = kernel.enqueue(built.model, built.inputs)
+            if self._events is not None:
+                self._events[1].record()
+        finally:
+            if stress is not None:
+                try:
+                    stress.stop()
+                except Exception:  # noqa: BLE001 - the launch's own CUDA error killed the context: the stress with it
+                    pass
         self.host_s = time.perf_counter() - start
         return out
 

@@ -1,0 +1,103 @@
+"""Memory stress beside each mutant launch: an experiment's switch, for races no input reaches.
+
+The synchronization mutants no input witnesses mostly give the correct kernel's output on every
+input (a removed barrier whose race never shows under the GPU's usual schedule). Memory stress
+(Sorensen and Donaldson's way of exposing GPU weak-memory behaviour) varies the schedule instead
+of the input: beside the launch, on a side stream, one block per SM does scattered
+read-modify-writes over a scratch buffer until the launch is done, so loads take uneven time and
+the warps of a block drift apart, as a barrier exists to prevent.
+
+With `KBM_STRESS=memory` in `kbm run`'s environment every mutant launch runs so (the correct
+kernel's input checks do not), and the run records `"stress": "memory"` in its environment. The
+cells are stored under the inputs' usual ids, so run it on a copy of a store, beside an unstressed
+copy, and compare (`dev/h200_batch.sh race-stress`); it is not a protocol.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kbm_toolkit.errors import OptionError
+
+KINDS = ("memory",)
+"""What `KBM_STRESS` may name."""
+
+SOURCE = r"""
+// Scattered read-modify-writes over `scratch` (n floats) until *done reaches `gen`, or `fuse`
+// rounds have gone by (a stop that never comes must not keep the GPU busy for long).
+extern "C" __global__ void kbm_stress(float* scratch, long long n, const long long* done, long long gen,
+                                      long long fuse) {
+    unsigned long long x = ((unsigned long long)(blockIdx.x * blockDim.x + threadIdx.x) + 1) * 0x9e3779b97f4a7c15ULL;
+    volatile const long long* seen = done;
+    for (long long round = 0; round < fuse; ++round) {
+        for (int k = 0; k < 32; ++k) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            long long j = (long long)((x >> 20) % (unsigned long long)n);
+            scratch[j] += 1.0f;
+        }
+        if (*seen >= gen) break;
+    }
+}
+
+extern "C" __global__ void kbm_stress_stop(long long* done, long long gen) { *done = gen; }
+"""
+
+WHERE = "kbm_stress.cu"
+SCRATCH_FLOATS = 64 * 2**20
+"""256 MiB: past the H200's 60 MiB L2, so the stress reaches DRAM."""
+BLOCK = 128
+FUSE = 1 << 20
+"""Rounds of 32 updates a stress block runs at most (seconds): a launch that raised before its stop
+was queued still gets one (`stop` in a `finally`), so this only bounds the unforeseen."""
+
+
+def configured() -> str | None:
+    """The stress `KBM_STRESS` asks for, or None; OptionError naming the variable when it is unknown."""
+    kind = os.environ.get("KBM_STRESS") or None
+    if kind is not None and kind not in KINDS:
+        raise OptionError(f"KBM_STRESS={kind!r}: known stresses are {', '.join(KINDS)}")
+    return kind
+
+
+class MemoryStress:
+    """Queues the stress before a launch (`start`) and its end after it (`stop`), per process.
+
+    Each launch has a generation: the stress runs until the counter on the GPU reaches it, and
+    the stop, queued behind the launch on its stream, sets it. Nothing waits on the side stream,
+    so the stress is under way before the launch's stream reaches the launch."""
+
+    def __init__(self) -> None:
+        import torch
+
+        from kbm_toolkit.cuda.kernels import own_kernels
+
+        self._torch = torch
+        self._kernels, self._grid = own_kernels(SOURCE, WHERE, torch.cuda.current_device(), 1)
+        self._scratch = torch.zeros(SCRATCH_FLOATS, dtype=torch.float32, device="cuda")
+        self._done = torch.zeros(1, dtype=torch.int64, device="cuda")
+        self._side = torch.cuda.Stream()
+        self._gen = 0
+
+    def start(self) -> None:
+        """Queue the next generation's stress on the side stream."""
+        self._gen += 1
+        with self._torch.cuda.stream(self._side):
+            self._kernels.kbm_stress(self._scratch, SCRATCH_FLOATS, self._done, self._gen, FUSE,
+                                     grid=self._grid, block=BLOCK)
+
+    def stop(self) -> None:
+        """Queue the end of this generation's stress on the current stream, behind the launch."""
+        self._kernels.kbm_stress_stop(self._done, self._gen, grid=1, block=1)
+
+
+_stress: list[Any] = []
+
+
+def around_launch() -> MemoryStress | None:
+    """This process's stress when `KBM_STRESS` asks for one (made at the first call), else None."""
+    if configured() is None:
+        return None
+    if not _stress:
+        _stress.append(MemoryStress())
+    return _stress[0]
