@@ -48,8 +48,9 @@ SCRATCH_FLOATS = 64 * 2**20
 """256 MiB: past the H200's 60 MiB L2, so the stress reaches DRAM."""
 BLOCK = 128
 FUSE = 1 << 20
-"""Rounds of 32 updates a stress block runs at most (seconds): a launch that raised before its stop
-was queued still gets one (`stop` in a `finally`), so this only bounds the unforeseen."""
+"""Rounds of 32 scattered updates a stress block runs at most (how long that takes is not measured
+yet): every launch queues its stop, even one that raised (`stop` runs in a `finally`), so this only
+bounds the unforeseen."""
 
 
 def configured() -> str | None:
