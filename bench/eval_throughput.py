@@ -440,8 +440,12 @@ def with_floors(rows: list[dict[str, Any]], bandwidth: float | None) -> list[dic
                                            / seconds["wall"], 4) if seconds.get("wall") else None)
         r["share_crash_path"] = (round(sum(seconds.get(part, 0.0) for part in CRASH_PATH) / seconds["wall"], 4)
                                  if seconds.get("wall") else None)
-        crashes = sum((r.get("outcomes") or {}).get(o, 0) for o in ("crash", "timeout"))
-        r["crashed_s_per_cell"] = round(seconds["crashed"] / crashes, 3) if crashes and "crashed" in seconds else None
+        r["share_rest"] = (round(r["share_not_launches"] - r["share_crash_path"], 4)
+                           if r["share_crash_path"] is not None else None)
+        r["crashed_cells"] = (sum(r["outcomes"].get(o, 0) for o in ("crash", "timeout"))
+                              if r.get("outcomes") else None)
+        r["crashed_s_per_cell"] = (round(seconds["crashed"] / r["crashed_cells"], 3)
+                                   if r["crashed_cells"] and "crashed" in seconds else None)
         if r["evaluator"] != "new" and not r.get("compared_bytes") and "error" not in r:
             borrowed = new_bytes.get(r["rep"]) or next(iter(new_bytes.values()), None)
             if borrowed:
@@ -515,8 +519,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("cells/s", [fmt(r.get("cells_per_s"), ".1f") for r in rows]),
         ("exit status", [fmt(r.get("exit"), "d") for r in rows]),
         ("restarts", [fmt(r.get("restarts"), "d") for r in rows]),
-        ("  crashed or hung cells", [fmt(sum((r.get("outcomes") or {}).get(o, 0) for o in ("crash", "timeout"))
-                                         if r.get("outcomes") else None, "d") for r in rows]),
+        ("  crashed or hung cells", [fmt(r.get("crashed_cells"), "d") for r in rows]),
         ("  crashed s per crashed cell", [fmt(r.get("crashed_s_per_cell"), ".2f") for r in rows]),
         ("  cells that wrote over inputs", [fmt(r.get("writers"), "d") for r in rows]),
         ("children started", [started(r, "starts", "d") for r in rows]),
@@ -529,9 +532,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines += [
         ("not launches (goal <= 15%)", [fmt(r.get("share_not_launches"), ".1%") for r in rows]),
         ("  the crash path", [fmt(r.get("share_crash_path"), ".1%") for r in rows]),
-        ("  the rest", [fmt(r["share_not_launches"] - r["share_crash_path"]
-                            if r.get("share_not_launches") is not None and r.get("share_crash_path") is not None
-                            else None, ".1%") for r in rows]),
+        ("  the rest", [fmt(r.get("share_rest"), ".1%") for r in rows]),
         ("not launches, crashed ones aside", [fmt(r.get("share_not_any_launch"), ".1%") for r in rows]),
         ("compare s", [fmt(r.get("compare_s"), ".2f", "*" if r.get("bytes_borrowed") else "") for r in rows]),
         ("GB compared", [fmt(r["compared_bytes"] / 1e9 if r.get("compared_bytes") else None, ".1f",
@@ -601,9 +602,9 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
     if gpu is not None:
         lines.append(f"new comparison kernels' GPU time / floor: {gpu:.2f} (the rest of comparing is host "
                      "queueing and its share of the one wait for the GPU)")
-    aside, crash = median("new", "share_not_any_launch"), median("new", "share_crash_path")
-    split = (f": the crash path ({', '.join(CRASH_PATH)}) {crash:.1%}, the rest {outside - crash:.1%}"
-             if outside is not None and crash is not None else "")
+    aside, crash, rest = (median("new", key) for key in ("share_not_any_launch", "share_crash_path", "share_rest"))
+    split = (f": the crash path ({', '.join(CRASH_PATH)}) {crash:.1%}, the rest {rest:.1%}"
+             if crash is not None and rest is not None else "")
     lines.append(f"new share outside launches: {outside:.1%} (goal <= 15%){split}; {aside:.1%} with crashed "
                  "launches counted as launches" if outside is not None and aside is not None
                  else "new share outside launches: -")

@@ -65,7 +65,9 @@ def narrow(copy: str, families: list[str]) -> int:
 
 
 def kills(db: str, inputs: set[str]) -> dict[str, tuple[str, bool, float]]:
-    """Per mutant that ran on `inputs`: its problem, whether a cell kills it at 1e-2, its largest margin."""
+    """Per mutant that ran on `inputs`: its family, whether a cell kills it at 1e-2, its largest margin."""
+    from kbm_toolkit.analysis.matrix import killed
+
     con = sqlite3.connect(db)
     out: dict[str, tuple[str, bool, float]] = {}
     rows = con.execute("select c.mutant, m.family, c.input, c.outcome, c.margin from cells c "
@@ -74,8 +76,7 @@ def kills(db: str, inputs: set[str]) -> dict[str, tuple[str, bool, float]]:
         if spec not in inputs:
             continue
         fam, dead, worst = out.get(mutant, (family, False, 0.0))
-        hit = outcome != "pass" or margin is None or margin > TOLERANCE
-        out[mutant] = (fam, dead or hit, max(worst, margin or 0.0))
+        out[mutant] = (fam, dead or killed((outcome, margin), TOLERANCE), max(worst, margin or 0.0))
     return out
 
 

@@ -24,6 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
 
+from kbm_toolkit.cuda.stress import around_launch
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
 from kbm_toolkit.judging import STRICT, Margin, margin_key
@@ -371,8 +372,6 @@ class _Timed:
         """Queue `kernel` on `built`'s model and inputs; its output. Under `KBM_STRESS` (an
         experiment's switch, `cuda.stress`), beside the stress kernel."""
         import torch
-
-        from kbm_toolkit.cuda.stress import around_launch
 
         start = time.perf_counter()
         stress = around_launch() if self.cuda else None
