@@ -11,7 +11,8 @@ store run them fresh). `narrow` quarantines, in a copy, every distinct mutant of
 so a run there takes only those (semantic ones are the control: no race, so stress should move
 no margin). `dev/h200_batch.sh race-stress` runs the inputs on those problems' survivors in two
 narrowed copies of the store, one under stress, then `compare`s: per family, the mutants each
-copy kills at 1e-2 and those only one of them does, and the synchronization ones only stress kills.
+copy kills at 1e-2 and those only one of them does, each copy's cells by outcome, and the
+synchronization ones only stress kills.
 Leaves main once the question is answered.
 """
 
@@ -64,20 +65,23 @@ def narrow(copy: str, families: list[str]) -> int:
     return n
 
 
-def kills(db: str, inputs: set[str]) -> dict[str, tuple[str, bool, float]]:
-    """Per mutant that ran on `inputs`: its family, whether a cell kills it at 1e-2, its largest margin."""
+def kills(db: str, inputs: set[str]) -> tuple[dict[str, tuple[str, bool, float]], Counter]:
+    """Per mutant that ran on `inputs`: its family, whether a cell kills it at 1e-2, its largest
+    margin; and the cells' outcomes (a harness that breaks launches shows as crashes or timeouts)."""
     from kbm_toolkit.analysis.matrix import killed
 
     con = sqlite3.connect(db)
     out: dict[str, tuple[str, bool, float]] = {}
+    outcomes: Counter = Counter()
     rows = con.execute("select c.mutant, m.family, c.input, c.outcome, c.margin from cells c "
                        "join mutants m on m.id = c.mutant")
     for mutant, family, spec, outcome, margin in rows:
         if spec not in inputs:
             continue
+        outcomes[outcome] += 1
         fam, dead, worst = out.get(mutant, (family, False, 0.0))
         out[mutant] = (fam, dead or killed((outcome, margin), TOLERANCE), max(worst, margin or 0.0))
-    return out
+    return out, outcomes
 
 
 def compare(plain: str, stressed: str, spec_file: Path) -> str:
@@ -86,7 +90,7 @@ def compare(plain: str, stressed: str, spec_file: Path) -> str:
 
     records = [json.loads(line) for line in spec_file.read_text().splitlines() if line]
     inputs = {InputSpec.from_record({k: v for k, v in r.items() if k != "label"}).id for r in records}
-    a, b = kills(plain, inputs), kills(stressed, inputs)
+    (a, plain_outcomes), (b, stressed_outcomes) = kills(plain, inputs), kills(stressed, inputs)
     both = sorted(set(a) & set(b))
     table: dict[str, Counter] = {}
     only_stress = []
@@ -105,6 +109,8 @@ def compare(plain: str, stressed: str, spec_file: Path) -> str:
     lines = ["family".ljust(16) + "".join(k.rjust(15) for k in keys)]
     for fam in sorted(table):
         lines.append(fam.ljust(16) + "".join(str(table[fam][k]).rjust(15) for k in keys))
+    for name, outcomes in (("plain", plain_outcomes), ("stressed", stressed_outcomes)):
+        lines.append(f"cells, {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
     lines.append(f"synchronization mutants killed only under stress: {', '.join(only_stress) or 'none'}")
     lines.append(f"(mutants run in one copy only: {len(set(a) ^ set(b))}; kills at {TOLERANCE:g}, over "
                  f"{len(inputs)} inputs)")

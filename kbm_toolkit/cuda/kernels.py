@@ -63,6 +63,19 @@ class Kernels:
             raise AttributeError(f"{self._where}: no extern \"C\" __global__ kernel named {name!r}")
         return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
 
+    def preload(self) -> None:
+        """Load every kernel of the image into the current context now, not at its first launch:
+        under CUDA's lazy loading a first launch may wait for the whole GPU to drain, and a kernel
+        running beside it until it ends (`cuda.stress`) would then never drain."""
+        from cuda.bindings import driver
+
+        for name in self._signatures:
+            if name not in self._kernels:
+                self._kernels[name] = self._module.get_kernel(name)
+            err, func = driver.cuKernelGetFunction(self._kernels[name].handle)
+            if err == driver.CUresult.CUDA_SUCCESS:
+                driver.cuFuncLoad(func)
+
     def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
         """Launch kernel `name` on torch's current stream."""
         import numpy as np
@@ -130,6 +143,11 @@ class PlacedKernels:
         """A new forward: count launches from the first again."""
         self._counts = {}
 
+    def preload(self) -> None:
+        """Load both images' kernels now (`Kernels.preload`)."""
+        self._original.preload()
+        self._mutated.preload()
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._original._signatures:
             return getattr(self._original, name)  # the allocation helpers, or AttributeError naming the file
@@ -164,6 +182,10 @@ class LoadedKernel:
         out = self.enqueue(model, inputs)
         torch.cuda.synchronize()
         return out
+
+    def preload(self) -> None:
+        """Load the image's kernels into the current context before the first launch needs them."""
+        self.kernels.preload()
 
     def enqueue(self, model: Any, inputs: list[Any]) -> Any:
         """The output of the launcher, its kernels queued on torch's current stream and maybe still

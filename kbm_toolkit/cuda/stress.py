@@ -24,19 +24,31 @@ KINDS = ("memory",)
 """What `KBM_STRESS` may name."""
 
 SOURCE = r"""
-// Scattered read-modify-writes over `scratch` (n floats) until *done reaches `gen`, or `fuse`
-// rounds have gone by (a stop that never comes must not keep the GPU busy for long).
+// Scattered read-modify-writes over `scratch` (n floats) until *done reaches `gen`, or `fuse_ns`
+// nanoseconds have gone by (a stop that cannot come, because something the launch does waits
+// for the whole GPU to drain, must not hold the launch up for long); a block that stops by the
+// fuse counts itself in *fused.
+__device__ __forceinline__ unsigned long long kbm_now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 extern "C" __global__ void kbm_stress(float* scratch, long long n, const long long* done, long long gen,
-                                      long long fuse) {
+                                      long long fuse_ns, int* fused) {
     unsigned long long x = ((unsigned long long)(blockIdx.x * blockDim.x + threadIdx.x) + 1) * 0x9e3779b97f4a7c15ULL;
     volatile const long long* seen = done;
-    for (long long round = 0; round < fuse; ++round) {
+    const unsigned long long began = kbm_now_ns();
+    while (*seen < gen) {
         for (int k = 0; k < 32; ++k) {
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             long long j = (long long)((x >> 20) % (unsigned long long)n);
             scratch[j] += 1.0f;
         }
-        if (*seen >= gen) break;
+        if (kbm_now_ns() - began > (unsigned long long)fuse_ns) {
+            if (threadIdx.x == 0) atomicAdd(fused, 1);
+            break;
+        }
     }
 }
 
@@ -47,10 +59,12 @@ WHERE = "kbm_stress.cu"
 SCRATCH_FLOATS = 64 * 2**20
 """256 MiB: past the H200's 60 MiB L2, so the stress reaches DRAM."""
 BLOCK = 128
-FUSE = 1 << 20
-"""Rounds of 32 scattered updates a stress block runs at most (how long that takes is not measured
-yet): every launch queues its stop, even one that raised (`stop` runs in a `finally`), so this only
-bounds the unforeseen."""
+FUSE_NS = 1_000_000_000
+"""The longest a stress block runs without its stop: 1 s, well inside a launch's 7 s deadline
+(`driver.mutant_deadline_s`), so a stop held up costs time, not a timed-out cell. The launch's
+kernels are loaded before the stress starts (`LoadedKernel.preload`), because under lazy loading a
+kernel's first launch waits for the GPU to drain: that held every stop up in the first run, and
+every mutant, the control family's too, timed out."""
 
 
 def configured() -> str | None:
@@ -77,6 +91,7 @@ class MemoryStress:
         self._kernels, self._grid = own_kernels(SOURCE, WHERE, torch.cuda.current_device(), 1)
         self._scratch = torch.zeros(SCRATCH_FLOATS, dtype=torch.float32, device="cuda")
         self._done = torch.zeros(1, dtype=torch.int64, device="cuda")
+        self._fused = torch.zeros(1, dtype=torch.int32, device="cuda")
         self._side = torch.cuda.Stream()
         self._gen = 0
 
@@ -84,12 +99,18 @@ class MemoryStress:
         """Queue the next generation's stress on the side stream."""
         self._gen += 1
         with self._torch.cuda.stream(self._side):
-            self._kernels.kbm_stress(self._scratch, SCRATCH_FLOATS, self._done, self._gen, FUSE,
-                                     grid=self._grid, block=BLOCK)
+            self._kernels.kbm_stress(self._scratch, SCRATCH_FLOATS, self._done, self._gen, FUSE_NS,
+                                     self._fused, grid=self._grid, block=BLOCK)
 
     def stop(self) -> None:
         """Queue the end of this generation's stress on the current stream, behind the launch."""
         self._kernels.kbm_stress_stop(self._done, self._gen, grid=1, block=1)
+
+    def fused(self) -> int:
+        """Stress blocks, over every generation so far, that stopped by the fuse, not by their stop
+        (waits for the GPU)."""
+        self._torch.cuda.synchronize()
+        return int(self._fused.item())
 
 
 _stress: list[Any] = []
