@@ -40,6 +40,8 @@
 #                                           .kbm/l3-unplaced.db.xz, against the placed ones' survival)
 #                                           race-stress (issue 29: synchronization survivors of the carried
 #                                           deep store under memory stress against none; dev/race_stress.py)
+#                                           redzones (issue 29: the equivalence candidates of the store's share
+#                                           again on the targeted inputs, KBM_REDZONES=1; dev/redzones.py)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
 # (BUDGET_S, default 560 s from the start) and resumes next time from .kbm/gate.db.
 set -u
@@ -355,6 +357,26 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             done
             python3 dev/race_stress.py compare /tmp/rs-plain.db /tmp/rs-stressed.db /tmp/rs-specs.jsonl \
                 | tee "$OUT/logs/race-stress.txt" ;;
+        redzones)  # issue 29: the equivalence candidates of the store's DEEP_SAMPLE share (default 0.1) measured again
+                   # on the targeted inputs with KBM_REDZONES=1, in a narrowed copy (dev/redzones.py); the copy comes
+                   # back as rz.db.xz, and a carried .kbm/rz.db.xz resumes it
+            kb_store
+            python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench targets --emit .kbm/kb-targets \
+                > "$OUT/logs/redzones-targets.txt" 2>&1
+            if [ -f .kbm/rz.db.xz ] && [ ! -f /tmp/rz.db ]; then xz -dc .kbm/rz.db.xz > /tmp/rz.db
+                python3 -c 'import sqlite3, sys; print(" ".join(r[0] for r in sqlite3.connect(sys.argv[1]).execute(
+                    "select distinct problem from redzone_candidates order by problem")))' /tmp/rz.db > /tmp/rz-problems.txt
+            elif [ ! -f /tmp/rz.db ]; then cp "$KB_STORE" /tmp/rz.db
+                python3 dev/redzones.py narrow /tmp/rz.db --sample "${DEEP_SAMPLE:-0.1}" --witness fuzz --witness fuzz-shapes \
+                    --witness kbv --witness kernelbench --witness kernelbench-head --witness .kbm/kb-targets \
+                    --rerun .kbm/kb-targets > /tmp/rz-problems.txt; fi
+            ( export KBM_REDZONES=1
+              stop_at "$(( $(left) - 40 ))" python3 -m kbm_toolkit --store /tmp/rz.db --kernelbench third_party/KernelBench \
+                  run $(cat /tmp/rz-problems.txt) --inputs .kbm/kb-targets --sample "${DEEP_SAMPLE:-0.1}" \
+                  --workers "${WORKERS:-2}" > "$OUT/logs/redzones-run.txt" 2>&1
+              echo "redzones: exit $?; $(tail -n2 "$OUT/logs/redzones-run.txt" | head -n1)" )
+            python3 dev/redzones.py compare /tmp/rz.db | tee "$OUT/logs/redzones.txt"
+            xz -T0 -6 -c /tmp/rz.db > "$OUT/rz.db.xz" ;;
         gate-level1) gate --level level1 ;;
         gate-level2) gate --level level2 ;;
         gate-level3) gate --level level3 ;;

@@ -156,6 +156,33 @@ def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_has_its_input_b
     assert (cell.get("note") == OVERWRITE_NOTE) is writes
 
 
+@pytest.mark.parametrize("past_end, writes", [(False, False), (True, False), (True, True)])
+def test_under_redzones_a_launch_that_writes_past_its_buffer_is_noted(
+        past_end: bool, writes: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.cuda import redzone
+    from kbm_toolkit.evaluation.cell_task import OVERWRITE_NOTE
+
+    monkeypatch.setenv("KBM_REDZONES", "1")
+
+    def kernel(model, inputs):
+        out = redzone.allocate((8,), torch.float32, "cpu")
+        redzone.allocate((4,), torch.float32, "cpu")  # a scratch buffer, left alone
+        out.copy_(torch.arange(8, dtype=torch.float32) * 2)
+        if past_end:
+            redzone._zones[0][0][redzone.ELEMENTS + 8] = 5.0  # out[8]: one thread too many
+        if writes:
+            inputs[0][3] = -1.0
+        return out
+
+    cell: dict = {}
+    after = _cells_task(kernel)._launch({"id": "m"}, _built(), cell)
+    assert cell["outcome"] == "pass" and cell["margin"] == 0.0  # the output is right either way
+    zones = "wrote into the redzones of 1 of its 2 buffers (KBM_REDZONES)"
+    expected = [OVERWRITE_NOTE] * writes + [zones] * past_end
+    assert cell.get("note") == ("; ".join(expected) or None)
+    assert after is (After.BUILD_AGAIN if writes else After.GO_ON)
+
+
 @pytest.mark.parametrize("writes", [False, True])
 def test_a_launcher_that_breaks_the_contract_is_still_checked_for_writes(writes: bool) -> None:
     from kbm_toolkit.errors import ContractViolation

@@ -1004,3 +1004,19 @@ def test_a_stressed_run_says_so_in_its_environment_and_an_unknown_stress_stops_i
     with pytest.raises(OptionError):
         evaluate(store, monkeypatch, {})
     assert Store(tmp_path / "s.db").db["runs"].count == runs  # no run was started
+
+
+def test_a_run_with_redzones_says_so_and_an_unknown_value_stops_it_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.errors import OptionError
+
+    store, _ = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_REDZONES", "1")  # the fake evaluator allocates nothing: the run's record only
+    evaluate(store, monkeypatch, {})
+    env = json.loads(store.db.execute("select environment from runs order by id desc").fetchone()[0])
+    assert env["redzones"] is True and "stress" not in env
+    runs = store.db["runs"].count
+    monkeypatch.setenv("KBM_REDZONES", "on")
+    with pytest.raises(OptionError, match="KBM_REDZONES='on'"):
+        evaluate(store, monkeypatch, {})
+    assert Store(tmp_path / "s.db").db["runs"].count == runs

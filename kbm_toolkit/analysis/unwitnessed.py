@@ -48,11 +48,11 @@ def kind_of(cells: list[tuple[str, str, float | None, float]]) -> tuple[str, flo
     return (SAME if same else CHANGED), worst
 
 
-def unwitnessed(store: Any, matrices: list[Matrix], protocols: list[Protocol],
-                excluded: Iterable[str] = (), examples: int = 3) -> dict[str, FamilyRemainder]:
-    """Per family (in `FAMILIES` order), the distinct mutants of `matrices` (problems in `excluded`
-    aside) and those no valid input of `protocols` kills at its own tolerance, by what their cells
-    on those inputs show, with up to `examples` of each kind (the changed ones by largest margin)."""
+def remainder(store: Any, matrices: list[Matrix], protocols: list[Protocol],
+              excluded: Iterable[str] = ()) -> dict[str, tuple[str, dict[str, Any], str, float | None]]:
+    """Mutant id -> (problem, row, what its cells show, largest margin) for each distinct mutant of
+    `matrices` (problems in `excluded` aside) that no valid input of `protocols` kills at its own
+    tolerance, judged on those protocols' inputs."""
     left_out = set(excluded)
     kept = [mx for mx in matrices if mx.problem.key not in left_out]
     results = [run_protocol(p, kept, judging=witness_judging(p, p, Accounting.UNION)) for p in protocols]
@@ -62,15 +62,26 @@ def unwitnessed(store: Any, matrices: list[Matrix], protocols: list[Protocol],
     rows = {m: (mx.problem.key, row) for mx in kept for m, row in mx.mutants.items()
             if m not in wit.get(mx.problem.key, set())}
     cells = store.margins_beside_correct(rows)
+    return {m: (key, row, *kind_of([c for c in cells.get(m, []) if c[0] in inputs[key]]))
+            for m, (key, row) in sorted(rows.items())}
+
+
+def unwitnessed(store: Any, matrices: list[Matrix], protocols: list[Protocol],
+                excluded: Iterable[str] = (), examples: int = 3) -> dict[str, FamilyRemainder]:
+    """Per family (in `FAMILIES` order), the distinct mutants of `matrices` (problems in `excluded`
+    aside) and those no valid input of `protocols` kills at its own tolerance, by what their cells
+    on those inputs show, with up to `examples` of each kind (the changed ones by largest margin)."""
+    left_out = set(excluded)
     found: dict[str, FamilyRemainder] = {}
-    for mx in kept:
+    for mx in matrices:
+        if mx.problem.key in left_out:
+            continue
         for row in mx.mutants.values():
             family = found.setdefault(row["family"], FamilyRemainder())
             family.distinct += 1
             family.rule_totals[row["rule"]] += 1
     shown: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for m, (key, row) in sorted(rows.items()):
-        kind, worst = kind_of([c for c in cells.get(m, []) if c[0] in inputs[key]])
+    for m, (key, row, kind, worst) in remainder(store, matrices, protocols, left_out).items():
         found[row["family"]].kinds[kind] += 1
         found[row["family"]].rules[row["rule"]] += 1
         shown.setdefault((row["family"], kind), []).append(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from kbm_toolkit.cuda import redzone
 from kbm_toolkit.cuda.launch_checks import check_launch
 from kbm_toolkit.cuda.launch_guard import guard
 from kbm_toolkit.cuda.nvrtc import Image, compile_source
@@ -96,11 +97,15 @@ class Kernels:
     def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
         """A poisoned output tensor on the current GPU (float32 unless `dtype`)."""
         torch = self._torch
-        t = torch.empty(as_shape(shape), dtype=dtype or torch.float32, device=device or "cuda")
-        return self._poison(t)
+        dims, dtype, device = as_shape(shape), dtype or torch.float32, device or "cuda"
+        if redzone.configured():  # an experiment's switch: the buffer between two watched pads
+            return self._poison(redzone.allocate(dims, dtype, device))
+        return self._poison(torch.empty(dims, dtype=dtype, device=device))
 
     def empty_like(self, like: Any, dtype: Any = None) -> Any:
         """A poisoned output tensor shaped like `like`."""
+        if redzone.configured():
+            return self._poison(redzone.allocate(tuple(like.shape), dtype or like.dtype, like.device))
         return self._poison(self._torch.empty_like(like, dtype=dtype, memory_format=self._torch.contiguous_format))
 
     def zeros(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:

@@ -24,6 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
 
+from kbm_toolkit.cuda import redzone
 from kbm_toolkit.cuda.stress import around_launch
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
@@ -249,6 +250,13 @@ class Built:
         return self.watch.changed()
 
 
+def _redzones_written() -> str:
+    """Under `KBM_REDZONES` (an experiment's switch, `cuda.redzone`), the cell's note on the
+    buffers its launch allocated whose redzones it wrote; "" where it wrote none."""
+    written, buffers = redzone.touched()
+    return f"wrote into the redzones of {written} of its {buffers} buffers ({redzone.ENV})" if written else ""
+
+
 OVERWRITE_NOTE = "wrote over its input, a weight or the reference (all built again for the next mutant)"
 """A writer's cell note. Until 2026-12-03 "… (worker replaced)": the same cells, a restart after
 each. Before checksums: "wrote over its input or the reference (restored)", restored from copies
@@ -380,6 +388,7 @@ class _Timed:
         if self.cuda:
             self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             self._events[0].record()
+        redzone.begin()  # the buffers of this launch are the ones a cell's note counts
         if stress is not None:
             stress.start()
         try:
@@ -669,9 +678,12 @@ class _CellTask:
             if margins:
                 cell["margins"] = margins
             del out
+            notes = [_redzones_written()] if redzone.configured() else []
             if overwritten:  # its cell stands; what else its stray writes reached, the rebuild checks
-                cell["note"] = OVERWRITE_NOTE
+                cell["note"] = "; ".join(n for n in [OVERWRITE_NOTE, *notes] if n)
                 return After.BUILD_AGAIN
+            if any(notes):
+                cell["note"] = "; ".join(n for n in notes if n)
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
             cell.update(outcome=Outcome.CRASH, note=e.line(), crash_ms=(time.perf_counter() - start) * 1000)
         except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
+from kbm_toolkit.cuda.redzone import configured as configured_redzones
 from kbm_toolkit.cuda.stress import configured as configured_stress
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.collect import Collector
@@ -79,9 +80,11 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         options = replace(options, margins=extra_margins([p.judge for p in all_protocols()]))
     if options.shard is not None:  # one part of a run a batch scheduler spreads (`shard.Shard`), and said so
         problems, env = options.shard.of(problems), {**env, "shard": str(options.shard)}
-    stress = configured_stress()  # an experiment's switch (`cuda.stress`): its cells say so through the run
+    stress = configured_stress()  # experiments' switches (`cuda.stress`, `cuda.redzone`): the run says so
     if stress is not None:
         env = {**env, "stress": stress}
+    if configured_redzones():
+        env = {**env, "redzones": True}
     # how many workers ran at once: time inside launches is a share of workers x wall time
     run_id = store.start_run(RunKind.CHECK if options.checks_only else RunKind.EVALUATE,
                              {**env, "workers": options.gpus * options.workers_per_gpu,
