@@ -140,6 +140,15 @@ def _built() -> object:
     return Built.watched(None, [x], x * 2, {})
 
 
+def test_a_transposed_reference_is_made_contiguous_once_so_the_one_pass_kernel_takes_it() -> None:
+    from kbm_toolkit.evaluation.cell_task import Built
+
+    ref = torch.arange(12, dtype=torch.float32).view(3, 4).t()  # as SDPA's fp32 reference comes back
+    built = Built.watched(None, [ref.clone()], ref, {"tf32": ref * 2})
+    assert not ref.is_contiguous() and built.ref.is_contiguous() and built.others["tf32"].is_contiguous()
+    assert torch.equal(built.ref, ref) and torch.equal(built.others["tf32"], ref * 2)
+
+
 @pytest.mark.parametrize("writes", [False, True])
 def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_has_its_input_built_again(writes: bool) -> None:
     from kbm_toolkit.evaluation.cell_task import OVERWRITE_NOTE
