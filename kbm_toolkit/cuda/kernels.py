@@ -73,7 +73,10 @@ class Kernels:
         for name in self._signatures:
             if name not in self._kernels:
                 self._kernels[name] = self._module.get_kernel(name)
-            err, func = driver.cuKernelGetFunction(self._kernels[name].handle)
+            try:
+                err, func = driver.cuKernelGetFunction(self._kernels[name].handle)
+            except (TypeError, ValueError):  # a handle this binding does not take: the launch loads it
+                continue
             if err == driver.CUresult.CUDA_SUCCESS:
                 driver.cuFuncLoad(func)
 
