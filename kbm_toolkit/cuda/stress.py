@@ -89,6 +89,7 @@ class MemoryStress:
 
         self._torch = torch
         self._kernels, self._grid = own_kernels(SOURCE, WHERE, torch.cuda.current_device(), 1)
+        self._kernels.preload()  # the stop's first launch would otherwise wait for the stress it stops
         self._scratch = torch.zeros(SCRATCH_FLOATS, dtype=torch.float32, device="cuda")
         self._done = torch.zeros(1, dtype=torch.int64, device="cuda")
         self._fused = torch.zeros(1, dtype=torch.int32, device="cuda")
