@@ -69,7 +69,7 @@ def touched() -> tuple[int, int]:
     import torch
 
     written = 0
-    for padded, n in _zones:
+    for padded, _ in _zones:
         raw = padded.view(torch.uint8)
         side = ELEMENTS * padded.element_size()
         zones = torch.cat([raw[:side], raw[raw.numel() - side:]])

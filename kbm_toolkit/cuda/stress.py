@@ -62,9 +62,9 @@ BLOCK = 128
 FUSE_NS = 1_000_000_000
 """The longest a stress block runs without its stop: 1 s, well inside a launch's 7 s deadline
 (`driver.mutant_deadline_s`), so a stop held up costs time, not a timed-out cell. The launch's
-kernels are loaded before the stress starts (`LoadedKernel.preload`), because under lazy loading a
-kernel's first launch waits for the GPU to drain: that held every stop up in the first run, and
-every mutant, the control family's too, timed out."""
+kernels are loaded before the stress starts (`LoadedKernel.preload`): under lazy loading a kernel's
+first launch may wait for the GPU to drain, the likely reason (not yet confirmed) every stressed
+launch of the first run, the control family's too, overran its deadline."""
 
 
 def configured() -> str | None:

@@ -230,8 +230,9 @@ class Built:
 
         from kbm_toolkit.cuda.checksum import Watch
 
-        # contiguous once per input, so every cell's comparison is the one-pass kernel's (SDPA's
-        # fp32 reference comes transposed: each of level1/97's cells took torch's passes, 0.28 s)
+        # contiguous once per input, so every cell's comparison is the one-pass kernel's (a reference
+        # that comes back as a view, as SDPA's seems to, sent each of level1/97's cells down torch's
+        # passes: 0.28 s charged to comparing a cell)
         ref = ref.contiguous() if isinstance(ref, torch.Tensor) else ref
         others = {env: o.contiguous() if isinstance(o, torch.Tensor) else o for env, o in others.items()}
         state = [*model.parameters(), *model.buffers()] if isinstance(model, torch.nn.Module) else []
@@ -682,12 +683,12 @@ class _CellTask:
             if margins:
                 cell["margins"] = margins
             del out
-            notes = [_redzones_written()] if redzone.configured() else []
+            zones = _redzones_written() if redzone.configured() else ""
             if overwritten:  # its cell stands; what else its stray writes reached, the rebuild checks
-                cell["note"] = "; ".join(n for n in [OVERWRITE_NOTE, *notes] if n)
+                cell["note"] = "; ".join(n for n in (OVERWRITE_NOTE, zones) if n)
                 return After.BUILD_AGAIN
-            if any(notes):
-                cell["note"] = "; ".join(n for n in notes if n)
+            if zones:
+                cell["note"] = zones
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
             cell.update(outcome=Outcome.CRASH, note=e.line(), crash_ms=(time.perf_counter() - start) * 1000)
         except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
