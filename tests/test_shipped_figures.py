@@ -86,7 +86,16 @@ def test_every_audit_reports_the_recorded_figures(key: str, as_recorded: dict[st
     if "vs" in recorded:  # the split has since gained reference_points: the reference part, none when all is strict
         assert report["vs"].pop("reference_points") is None
         report["vs"].pop("ladder", None)  # and the knowledge ladder like for like, a figure of its own
-    assert {k: report[k] for k in recorded} == recorded
+    # fuzz-shapes' inputs have since been ordered smallest first: which checks are missing is the
+    # figure, not the order they are listed in
+    assert {k: _unordered_checks(report[k]) for k in recorded} == {k: _unordered_checks(v) for k, v in recorded.items()}
+
+
+def _unordered_checks(value: object) -> object:
+    """An audit's `missing` with each problem's missing input checks as a sorted list; else `value`."""
+    if isinstance(value, dict) and isinstance(value.get("checks"), dict):
+        return {**value, "checks": {k: sorted(v) for k, v in value["checks"].items()}}
+    return value
 
 
 @pytest.mark.parametrize("key", sorted(RECORDED["suites"]))
