@@ -17,8 +17,15 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse `path`; a malformed file raises KbmError naming it and the parser's reason."""
     try:
-        return tomllib.loads(Path(path).read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise KbmError(f"not valid TOML: {e}", path) from None
+        text = Path(path).read_text()
     except OSError as e:
         raise KbmError(f"cannot read: {e.strerror}", path) from None
+    return loads_toml(text, path)
+
+
+def loads_toml(text: str, where: str | Path) -> dict[str, Any]:
+    """Parse `text`; malformed, it raises KbmError naming `where` (its file, or what holds it)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise KbmError(f"not valid TOML: {e}", where) from None

@@ -213,3 +213,31 @@ def test_a_plugin_variant_named_like_a_built_in_protocol_is_left_out(tmp_path: P
     assert "mine" in {p.name for p in registry.all_protocols()}
     assert registry.shadowed() == ["protocol 'kbv' of adapter 'mine' is named like one of adapter 'kbv': "
                                    "it is not loaded; rename it"]
+
+
+def test_a_protocol_kept_as_text_loads_as_from_its_folder_and_one_running_a_module_is_not_kept(
+        tmp_path: Path) -> None:
+    from kbm_toolkit.protocols.builtin import fuzz
+    from kbm_toolkit.protocols.protocol import ProtocolError, load_protocols, storable_toml, stored_protocol
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "protocol.toml").write_text(README_EXAMPLE)
+    text = storable_toml(folder)
+    assert text == README_EXAMPLE
+    kept, from_folder = stored_protocol("my-check", text), load_protocols(folder)[0]
+    assert (kept.name, kept.tolerance, kept.inputs) == (from_folder.name, from_folder.tolerance, from_folder.inputs)
+    with pytest.raises(ProtocolError, match="holds no protocol named 'other'"):
+        stored_protocol("other", text)
+    with pytest.raises(KbmError, match="the store's protocol bad: not valid TOML"):
+        stored_protocol("bad", "[protocol")
+    assert storable_toml(fuzz()) is None  # fuzz-shapes runs shapes.py, which a store cannot hold
+
+
+def test_merging_a_store_brings_its_kept_protocols_once(tmp_path: Path) -> None:
+    from kbm_toolkit.store import Store
+
+    mine, theirs = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    theirs.record_protocol("my-check", README_EXAMPLE, "elsewhere/my-check")
+    assert mine.merge(theirs).get("protocols") == 1 and mine.protocol_toml("my-check") == README_EXAMPLE
+    assert mine.merge(theirs)["protocols"] == 0  # kept by name: the same protocol twice is one

@@ -97,3 +97,30 @@ def test_ceiling_noise_gathers_the_correct_kernels_margins_by_kind_and_scale(dem
     assert noise["sign-mixed"][CEILING_SCALES[0]] == [pytest.approx(1e-7)]
     assert noise["same-sign"][CEILING_SCALES[1]] == [pytest.approx(4e-7)]
     assert CEILING_SCALES[-1] not in noise["same-sign"]  # no margin on a non-finite reference
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of targets")
+def test_an_emitted_protocol_is_kept_in_the_store_and_audits_name_it_once_its_folder_is_gone(tmp_path: Path) -> None:
+    import shutil
+
+    from kbm_toolkit.store.shipped import shipped_store_path
+
+    store = tmp_path / "mine.db"
+    shutil.copy(shipped_store_path("demo"), store)
+    folder = tmp_path / "my-targets"
+    runner = CliRunner()
+    emitted = runner.invoke(cli, ["--store", str(store), "targets", "--level", "demo", "--emit", str(folder)])
+    assert emitted.exit_code == 0, emitted.output
+    text = (folder / "protocol.toml").read_text()
+    shutil.rmtree(folder)
+    audit = runner.invoke(cli, ["--store", str(store), "audit", "--adapter", "my-targets", "--no-run"])
+    assert audit.exit_code == 0, audit.output
+    assert "my-targets: taxonomy-driven targeted inputs" in audit.output
+    from kbm_toolkit.store import Store
+
+    kept = Store(store, readonly=True)
+    assert kept.protocol_names() == ["my-targets"] and kept.protocol_toml("my-targets") == text
+    missing = runner.invoke(cli, ["--store", str(store), "audit", "--adapter", "other-targets", "--no-run"])
+    assert missing.exit_code != 0 and "no adapter, protocol or path 'other-targets'" in missing.output
+    shipped = runner.invoke(cli, ["--store", "@demo", "audit", "--adapter", "my-targets", "--no-run"])
+    assert shipped.exit_code != 0  # kept by that store only

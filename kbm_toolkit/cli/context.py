@@ -103,14 +103,15 @@ class Context:
         return self.read_store()
 
     def protocol(self, ref: str, store: Store | None = None) -> Protocol:
-        """A protocol by name or path; one given by path must name only problems here or in `store`."""
+        """A protocol by name or path, or one `store` keeps; one given by path must name only problems
+        here or in `store`."""
         known = set(self.problems().problems())
         if store is not None:
             known |= set(store.problem_rows())
         refused = refused_adapters().get(ref)
         if refused:  # the built-in one is used, and the plug-in's author or user hears why
             click.echo(f"Warning: {refused}", err=True)
-        return load_protocol(ref, known)
+        return load_protocol(ref, known, store.protocol_toml if store is not None else None)
 
     def protocols(self, refs: Iterable[str], store: Store | None = None) -> list[Protocol]:
         """The protocols named, or every installed one when none is."""

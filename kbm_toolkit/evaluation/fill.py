@@ -19,7 +19,7 @@ from kbm_toolkit.evaluation.workers import start_server
 from kbm_toolkit.judging import Judging, Margin, extra_margins
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem_set import ProblemSet
-from kbm_toolkit.protocols.protocol import Protocol
+from kbm_toolkit.protocols.protocol import Protocol, storable_toml
 from kbm_toolkit.protocols.registry import all_protocols, load_protocol
 from kbm_toolkit.vocabulary import Accounting
 
@@ -69,6 +69,16 @@ def source_protocols(source: str) -> dict[str, Protocol | None]:
         except KbmError:
             parts[part] = None
     return parts
+
+
+def keep_protocols(store: Any, source: str) -> None:
+    """Keep in `store` each protocol `--inputs` gives by path, so an audit can name it once the
+    folder is gone (not one that runs a module: a store holds no Python file)."""
+    for part, protocol in source_protocols(source).items():
+        if protocol is not None and Path(part).exists():
+            text = storable_toml(Path(part))
+            if text is not None:
+                store.record_protocol(protocol.name, text, part)
 
 
 def first_kill_protocols(source: str) -> list[Protocol]:
@@ -122,6 +132,7 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     env, where = _placement(request)
     if request.checks_only and (request.first_kill or request.survivors_of):
         raise OptionError("--checks-only runs no mutant: --first-kill and --survivors-of choose mutants")
+    keep_protocols(store, request.source)
     options = RunOptions(**where, workers_per_gpu=request.workers, probe=request.probe,
                          sample=request.sample, rerun_crashers=request.rerun_crashers, only=only,
                          first_kill=protocols, on_progress=on_progress, on_problem=on_problem,

@@ -43,7 +43,8 @@ def make_targets(store: Any, problems: list[Problem], folder: Path, env: dict[st
     """Targeted inputs for every problem, under its measured ceiling, written to `folder/protocol.toml`.
 
     `env` is the device (`evaluation.device.describe_device`); with a GPU the store gets the
-    ceiling probes' and the inputs' checks, in two runs over every problem."""
+    ceiling probes' and the inputs' checks, in two runs over every problem. A store that can be
+    written keeps the protocol too, under the folder's name."""
     hashes = {p.key: substrate_for(p).content_hash for p in problems}
 
     def checks_of(problem: Problem) -> dict[str, dict[str, Any]]:
@@ -75,6 +76,9 @@ def make_targets(store: Any, problems: list[Problem], folder: Path, env: dict[st
                                     else "invalid")
             run.left_out.append((problem.key, spec.label, why))
         run.inputs[problem.key] = kept
+    name, text = folder.name or "targets", emit_targets(run.inputs, folder.name or "targets", tolerance)
     with output_file(run.protocol) as out:
-        out.write_text(emit_targets(run.inputs, folder.name or "targets", tolerance))
+        out.write_text(text)
+    if not store.readonly:  # audits of this store can name it after the folder is gone
+        store.record_protocol(name, text, str(folder))
     return run

@@ -55,7 +55,7 @@ from kbm_toolkit.judging import Judging, judging_from_table
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.seeds import trial_seeds
-from kbm_toolkit.tomlfile import load_toml
+from kbm_toolkit.tomlfile import load_toml, loads_toml
 
 _PROTOCOL_KEYS = {"name", "description", "tolerance", "atol", "rtol", "comparison", "dtype", "reference",
                   "drop_nonfinite_reference", "exclude", "module", "function", "config"}
@@ -174,7 +174,31 @@ def load_protocols(path: Path) -> list[Protocol]:
     toml = path / "protocol.toml" if path.is_dir() else path
     if not toml.is_file():
         raise ProtocolError("no protocol.toml here", path)
-    data = load_toml(toml)
+    return _from_data(load_toml(toml), toml)
+
+
+def storable_toml(path: Path) -> str | None:
+    """The protocol.toml text of the protocol at `path`, for a store to keep (`stored_protocol`
+    loads it back); None where it runs a module, whose Python file a store cannot hold."""
+    path = Path(path)
+    toml = path / "protocol.toml" if path.is_dir() else path
+    text = toml.read_text()
+    data = loads_toml(text, toml)
+    tables = [data.get("protocol", {}), *data.get("variant", [])]
+    return None if any(isinstance(t, dict) and "module" in t for t in tables) else text
+
+
+def stored_protocol(name: str, text: str) -> Protocol:
+    """Protocol `name` (or its variant of that name) from the protocol.toml text a store keeps."""
+    where = Path(f"the store's protocol {name}")
+    for protocol in _from_data(loads_toml(text, where), where):
+        if protocol.name == name:
+            return protocol
+    raise ProtocolError(f"holds no protocol named {name!r}", where)
+
+
+def _from_data(data: dict[str, Any], toml: Path) -> list[Protocol]:
+    """A parsed protocol.toml's protocol and its variants; errors name `toml`."""
     unknown = set(data) - {"protocol", "inputs", "variant"}
     if unknown:
         raise ProtocolError(f"unknown top-level key {sorted(unknown)[0]!r}", toml)

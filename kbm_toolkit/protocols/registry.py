@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.pack import user_packs
-from kbm_toolkit.protocols.protocol import Protocol, ProtocolError, load_protocols
+from kbm_toolkit.protocols.protocol import Protocol, ProtocolError, load_protocols, stored_protocol
 
 GROUP = "kbm.adapters"
 
@@ -131,8 +131,10 @@ def _installed() -> tuple[list[tuple[str, Protocol]], list[str]]:
     return sorted(rows, key=lambda row: row[0]), left_out
 
 
-def load_protocol(ref: str, known_problems: Iterable[str] | None = None) -> Protocol:
-    """A protocol by name (an adapter's or a variant's) or by path (folder or .toml).
+def load_protocol(ref: str, known_problems: Iterable[str] | None = None,
+                  stored: Callable[[str], str | None] | None = None) -> Protocol:
+    """A protocol by name (an adapter's or a variant's, else one `stored` has the protocol.toml text
+    of: a store's `protocol_toml`) or by path (folder or .toml).
 
     A protocol loaded from a path may not share an installed protocol's name, and with
     `known_problems` (problem keys), every `problem` and `exclude` entry it has must name one of them.
@@ -152,6 +154,9 @@ def load_protocol(ref: str, known_problems: Iterable[str] | None = None) -> Prot
     for protocol in all_protocols():
         if protocol.name == ref:
             return protocol
+    text = stored(ref) if stored is not None else None
+    if text is not None:  # a protocol an earlier run was given by path, kept in the store
+        return stored_protocol(ref, text)
     known = ", ".join(p.name for p in all_protocols()) or "none"
     raise KbmError(f"no adapter, protocol or path {ref!r} (installed: {known})")
 

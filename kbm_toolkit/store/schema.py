@@ -212,3 +212,10 @@ def m018_mutant_positions(db: sqlite_utils.Database) -> None:
     db["mutants"].add_column("position", int)
     db["mutants"].add_column("launches", int)
     db["mutants"].add_column("launch", str)
+
+
+@migration
+def m019_protocols(db: sqlite_utils.Database) -> None:
+    # protocols given by path to `kbm run` or emitted by `kbm targets`, their protocol.toml as text:
+    # an audit names them after their folder is gone, and a store carries the protocols of its cells
+    db["protocols"].create({"name": str, "toml": str, "source": str, "recorded": str}, pk="name")

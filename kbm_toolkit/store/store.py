@@ -19,13 +19,14 @@ from kbm_toolkit.errors import StoreError
 from kbm_toolkit.store.kill_matrix import KillMatrix
 from kbm_toolkit.store.merge import Merging
 from kbm_toolkit.store.pool import Pool
+from kbm_toolkit.store.protocols import StoredProtocols
 from kbm_toolkit.store.runs import Runs
 from kbm_toolkit.store.schema import MIGRATIONS
 from kbm_toolkit.store.submissions import Submissions
 from kbm_toolkit.store.values import now
 
 
-class Store(Runs, Pool, KillMatrix, Submissions, Merging):
+class Store(Runs, Pool, KillMatrix, Submissions, StoredProtocols, Merging):
     """A kbm store at `path` (`:memory:` for tests); opening applies pending migrations.
 
     `readonly` opens it for reading only (an older schema is upgraded in memory); a reading
