@@ -67,6 +67,24 @@ def test_fuzz_redraws_six_decades_and_the_shape_variant_varies_sizes(demo: Probl
     assert len(growth) > 5 and growth == sorted(growth) and growth[0] < 1 < growth[-1]
 
 
+
+def test_fuzz_shapes_can_cap_how_far_an_input_grows_a_size() -> None:
+    import importlib.util
+
+    from kbm_toolkit.protocols.builtin import fuzz
+
+    spec = importlib.util.spec_from_file_location("fuzz_shapes", fuzz() / "shapes.py")
+    shapes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shapes)
+    constants = {"batch_size": 64, "dim": 4096, "kernel_size": 3}  # kernel_size is a parameter, not a size
+    every = shapes.boundary_shapes(None, constants, {"values": [1, 3, 7, 256, 1025]})
+    capped = shapes.boundary_shapes(None, constants, {"values": [1, 3, 7, 256, 1025], "max_growth": 2})
+    assert len(every) == 10 and every[-1]["shape"] == {"batch_size": 1025}  # 16x: last
+    assert [tuple(*r["shape"].items()) for r in capped] == [  # batch_size 256 (4x) and 1025 (16x) left out
+        ("dim", 1), ("dim", 3), ("dim", 7), ("batch_size", 1), ("batch_size", 3), ("dim", 256), ("batch_size", 7),
+        ("dim", 1025)]
+
+
 README_EXAMPLE = """
 [protocol]
 name = "my-check"

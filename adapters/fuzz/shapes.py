@@ -20,11 +20,14 @@ def is_size(name: str, value: Any) -> bool:
 
 def boundary_shapes(problem: Any, constants: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
     """Input-spec records: each integer size constant of `problem` set to each value, the
-    smallest against the official size first.
+    smallest against the official size first; with `max_growth` in `config`, none that grows a
+    constant past that many times its official value.
 
     A run with `--first-kill` takes a problem's inputs in this order and stops a mutant at the
     first that detects it, so the inputs that shrink the problem run on most mutants and the ones
     that grow it (up to 64 GiB a tensor) only on what every smaller one let through."""
+    cap = config.get("max_growth")
     varied = [(size / value, name, size) for name, value in constants.items() if is_size(name, value)
-              for size in config.get("values", [1, 3, 7, 256, 1025]) if size != value]
+              for size in config.get("values", [1, 3, 7, 256, 1025])
+              if size != value and (cap is None or size <= cap * value)]
     return [{"shape": {name: size}, "label": f"shape {name}={size}"} for _, name, size in sorted(varied)]
