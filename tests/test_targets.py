@@ -120,6 +120,9 @@ def test_an_emitted_protocol_is_kept_in_the_store_and_audits_name_it_once_its_fo
 
     kept = Store(store, readonly=True)
     assert kept.protocol_names() == ["my-targets"] and kept.protocol_toml("my-targets") == text
+    listed = runner.invoke(cli, ["--store", str(store), "adapters"])
+    assert [line.split()[:2] for line in listed.stdout.splitlines() if line.startswith("store ")] == \
+        [["store", "my-targets"]]
     missing = runner.invoke(cli, ["--store", str(store), "audit", "--adapter", "other-targets", "--no-run"])
     assert missing.exit_code != 0 and "no adapter, protocol or path 'other-targets'" in missing.output
     shipped = runner.invoke(cli, ["--store", "@demo", "audit", "--adapter", "my-targets", "--no-run"])

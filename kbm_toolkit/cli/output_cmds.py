@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import sys
 from pathlib import Path
 from typing import Any
@@ -181,15 +182,25 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...], denomin
 @json_option
 @click.pass_obj
 def adapters_cmd(obj: Context, as_json: bool) -> None:
-    """List the installed protocols: adapter, name, tolerance (atol/rtol where they differ), reference, description.
+    """List the installed protocols, then those the store keeps (adapter `store`): adapter, name,
+    tolerance (atol/rtol where they differ), reference, description.
 
-    Example: kbm adapters
+    Example: kbm --store @kernelbench adapters
     """
+    from kbm_toolkit.errors import KbmError
+    from kbm_toolkit.protocols.protocol import stored_protocol
     from kbm_toolkit.protocols.registry import installed, refused_adapters, shadowed
 
     for line in [*refused_adapters().values(), *shadowed()]:
         click.echo(f"Warning: {line}", err=True)
-    rows = installed()
+    rows = list(installed())
+    store = obj.read_store()
+    for name in store.protocol_names():  # kept by `kbm run --inputs PATH` or `kbm targets --emit`
+        try:
+            rows.append(("store", replace(stored_protocol(name, store.protocol_toml(name) or ""),
+                                          path=f"{store.where}#{name}")))
+        except KbmError as e:
+            click.echo(f"Warning: {e.line()}", err=True)
     if as_json:
         click.echo(json.dumps([{"adapter": a, "name": p.name, "tolerance": p.tolerance, "atol": p.judge.atol,
                                 "rtol": p.judge.rtol, "comparison": p.judge.comparison, "reference": p.judge.reference,
