@@ -178,7 +178,7 @@ def test_under_redzones_a_launch_that_writes_past_its_buffer_is_noted(
         redzone.allocate((4,), torch.float32, "cpu")  # a scratch buffer, left alone
         out.copy_(torch.arange(8, dtype=torch.float32) * 2)
         if past_end:
-            redzone._zones[0][0][redzone.ELEMENTS + 8] = 5.0  # out[8]: one thread too many
+            redzone._zones[0][redzone.ELEMENTS + 8] = 5.0  # out[8]: one thread too many
         if writes:
             inputs[0][3] = -1.0
         return out

@@ -35,11 +35,11 @@ def test_writes_inside_a_buffer_leave_its_redzones_and_one_past_either_end_does_
     assert redzone.touched() == (0, 0)  # counted once: forgotten
     redzone.begin()
     buf = redzone.allocate((3, 5), dtype, "cpu")
-    redzone._zones[0][0][redzone.ELEMENTS + buf.numel()] = 1  # out[n]: `i <= n` where `i < n` was meant
+    redzone._zones[0][redzone.ELEMENTS + buf.numel()] = 1  # out[n]: `i <= n` where `i < n` was meant
     assert redzone.touched() == (1, 1)
     before = redzone.allocate((7,), dtype, "cpu")
     redzone.allocate((2,), dtype, "cpu")
-    redzone._zones[0][0][redzone.ELEMENTS - 1] = 1  # out[-1]
+    redzone._zones[0][redzone.ELEMENTS - 1] = 1  # out[-1]
     assert before.numel() == 7 and redzone.touched() == (1, 2)
 
 

@@ -29,8 +29,8 @@ PATTERN = 0xA5
 """The redzones' byte; a written float, int or half with every byte 0xA5 is not a value a kernel
 computes by chance."""
 
-_zones: list[tuple[Any, int]] = []
-"""This process's buffers since the last `begin`: (the padded tensor, the buffer's elements)."""
+_zones: list[Any] = []
+"""This process's buffers since the last `begin`, padded."""
 
 
 def configured() -> bool:
@@ -47,12 +47,19 @@ def allocate(shape: tuple[int, ...], dtype: Any, device: Any) -> Any:
 
     n = math.prod(shape)
     padded = torch.empty(n + 2 * ELEMENTS, dtype=dtype, device=device)
+    for pad in _pads(padded):
+        pad.fill_(PATTERN)
+    _zones.append(padded)
+    return padded[ELEMENTS:ELEMENTS + n].view(shape)
+
+
+def _pads(padded: Any) -> tuple[Any, Any]:
+    """A padded buffer's two redzones, as bytes."""
+    import torch
+
     raw = padded.view(torch.uint8)
     side = ELEMENTS * padded.element_size()
-    raw[:side].fill_(PATTERN)
-    raw[raw.numel() - side:].fill_(PATTERN)
-    _zones.append((padded, n))
-    return padded[ELEMENTS:ELEMENTS + n].view(shape)
+    return raw[:side], raw[raw.numel() - side:]
 
 
 def begin() -> None:
@@ -68,12 +75,7 @@ def touched() -> tuple[int, int]:
     pads after it returns); between two mutants only the correct kernel's few are."""
     import torch
 
-    written = 0
-    for padded, _ in _zones:
-        raw = padded.view(torch.uint8)
-        side = ELEMENTS * padded.element_size()
-        zones = torch.cat([raw[:side], raw[raw.numel() - side:]])
-        written += bool((zones != PATTERN).any())
+    written = sum(bool((torch.cat(_pads(padded)) != PATTERN).any()) for padded in _zones)
     count = len(_zones)
     _zones.clear()
     return written, count

@@ -71,19 +71,20 @@ def source_protocols(source: str) -> dict[str, Protocol | None]:
     return parts
 
 
-def keep_protocols(store: Any, source: str) -> None:
-    """Keep in `store` each protocol `--inputs` gives by path, so an audit can name it once the
-    folder is gone (not one that runs a module: a store holds no Python file)."""
-    for part, protocol in source_protocols(source).items():
+def keep_protocols(store: Any, parts: dict[str, Protocol | None]) -> None:
+    """Keep in `store` each protocol `--inputs` gives by path (`parts`: `source_protocols`), so an
+    audit can name it once the folder is gone (not one that runs a module: a store holds no Python
+    file)."""
+    for part, protocol in parts.items():
         if protocol is not None and Path(part).exists():
             text = storable_toml(Path(part))
             if text is not None:
                 store.record_protocol(protocol.name, text, part)
 
 
-def first_kill_protocols(source: str) -> list[Protocol]:
-    """The protocols named by `--inputs`, whose tolerances say what a detection is (`--first-kill`)."""
-    parts = source_protocols(source)
+def first_kill_protocols(parts: dict[str, Protocol | None]) -> list[Protocol]:
+    """The protocols named by `--inputs` (`parts`: `source_protocols`), whose tolerances say what a
+    detection is (`--first-kill`)."""
     for part, protocol in parts.items():
         if protocol is None:
             raise OptionError(f"--first-kill needs protocols as --inputs (their tolerances say what detects a "
@@ -91,10 +92,10 @@ def first_kill_protocols(source: str) -> list[Protocol]:
     return [p for p in parts.values() if p is not None]
 
 
-def run_margins(source: str) -> list[Margin]:
+def run_margins(parts: dict[str, Protocol | None]) -> list[Margin]:
     """The margins a run computes beyond the columns: what every installed protocol, and every
-    protocol `source` names, needs to be judged exactly."""
-    named = [p.judge for p in source_protocols(source).values() if p is not None]
+    protocol `--inputs` names (`parts`: `source_protocols`), needs to be judged exactly."""
+    named = [p.judge for p in parts.values() if p is not None]
     return extra_margins([p.judge for p in all_protocols()] + named)
 
 
@@ -115,7 +116,8 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if request.redo_overwritten:
         return _redo_overwritten(store, problem_set, request, on_progress, on_problem)
     specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()})
-    protocols = first_kill_protocols(request.source) if request.first_kill else None
+    parts = source_protocols(request.source)  # each protocol file read once, for all three uses below
+    protocols = first_kill_protocols(parts) if request.first_kill else None
     if request.witnessed and not request.survivors_of:
         raise OptionError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")
     selected = problem_set.select(request.refs, request.level)
@@ -132,11 +134,11 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     env, where = _placement(request)
     if request.checks_only and (request.first_kill or request.survivors_of):
         raise OptionError("--checks-only runs no mutant: --first-kill and --survivors-of choose mutants")
-    keep_protocols(store, request.source)
+    keep_protocols(store, parts)
     options = RunOptions(**where, workers_per_gpu=request.workers, probe=request.probe,
                          sample=request.sample, rerun_crashers=request.rerun_crashers, only=only,
                          first_kill=protocols, on_progress=on_progress, on_problem=on_problem,
-                         checks_only=request.checks_only, margins=run_margins(request.source))
+                         checks_only=request.checks_only, margins=run_margins(parts))
     return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, options)
 
 
@@ -182,7 +184,7 @@ def _redo_overwritten(store: Any, problem_set: ProblemSet, request: RunRequest,
     options = RunOptions(**where, workers_per_gpu=request.workers, rerun_crashers=True,
                          on_progress=on_progress, on_problem=on_problem,
                          redo={key: {(m, i) for i, ms in found.items() for m in ms} for key, found in suspects.items()},
-                         margins=run_margins("official"))
+                         margins=run_margins({}))  # stored inputs: no protocol of their own
     return run_evaluation(store, [problem_set.get(k) for k in suspects], lambda p: specs[p.key],
                           "redo-overwritten", request.arch or env["arch"], env, options)
 

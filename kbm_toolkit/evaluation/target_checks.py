@@ -76,7 +76,8 @@ def make_targets(store: Any, problems: list[Problem], folder: Path, env: dict[st
                                     else "invalid")
             run.left_out.append((problem.key, spec.label, why))
         run.inputs[problem.key] = kept
-    name, text = folder.name or "targets", emit_targets(run.inputs, folder.name or "targets", tolerance)
+    name = folder.name or "targets"
+    text = emit_targets(run.inputs, name, tolerance)
     with output_file(run.protocol) as out:
         out.write_text(text)
     if not store.readonly:  # audits of this store can name it after the folder is gone

@@ -170,18 +170,22 @@ def _expand(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 def load_protocols(path: Path) -> list[Protocol]:
     """The protocol in `path` (a folder with protocol.toml, or the .toml itself) and its variants."""
-    path = Path(path)
-    toml = path / "protocol.toml" if path.is_dir() else path
+    toml = _protocol_file(path)
     if not toml.is_file():
         raise ProtocolError("no protocol.toml here", path)
     return _from_data(load_toml(toml), toml)
 
 
+def _protocol_file(path: Path) -> Path:
+    """The protocol.toml a protocol path names: the folder's, or the file itself."""
+    path = Path(path)
+    return path / "protocol.toml" if path.is_dir() else path
+
+
 def storable_toml(path: Path) -> str | None:
     """The protocol.toml text of the protocol at `path`, for a store to keep (`stored_protocol`
     loads it back); None where it runs a module, whose Python file a store cannot hold."""
-    path = Path(path)
-    toml = path / "protocol.toml" if path.is_dir() else path
+    toml = _protocol_file(path)
     text = toml.read_text()
     data = loads_toml(text, toml)
     tables = [data.get("protocol", {}), *data.get("variant", [])]
