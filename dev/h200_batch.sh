@@ -70,7 +70,10 @@ kb_store() {  # a fresh machine starts from the seed; carry it packed (KB_SEED.x
     if [ -f "$seed.xz" ]; then xz -dc "$seed.xz" > "$KB_STORE"
     elif [ -f "$seed.gz" ]; then gunzip -c "$seed.gz" > "$KB_STORE"
     elif [ -f "$seed" ]; then cp "$seed" "$KB_STORE"
-    else xz -dc kbm_toolkit/data/kernelbench.db.xz > "$KB_STORE"; fi  # no seed carried: the shipped pool
+    else shipped kernelbench "$KB_STORE"; fi  # no seed carried: the shipped pool
+}
+shipped() {  # the shipped store $1 as kbm unpacks it (its supplements merged in), copied to $2
+    cp "$(python3 -c 'import sys; from kbm_toolkit.store import shipped_store_path as p; print(p(sys.argv[1]))' "$1")" "$2"
 }
 gate() {
     stop_at "$(left)" python3 -m kbm_toolkit --store .kbm/gate.db --kernelbench third_party/KernelBench \
@@ -80,7 +83,7 @@ gate() {
 l3_store() {  # the level-3 store: the carried live one, else the shipped one, else the gate's
     [ -f /tmp/l3-live.db ] && return
     if [ -f .kbm/l3-live.db.xz ]; then xz -dc .kbm/l3-live.db.xz > /tmp/l3-live.db
-    elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then xz -dc kbm_toolkit/data/kernelbench-level3.db.xz > /tmp/l3-live.db
+    elif [ -f kbm_toolkit/data/kernelbench-level3.db.xz ]; then shipped kernelbench-level3 /tmp/l3-live.db
     else cp .kbm/gate.db /tmp/l3-live.db; fi
 }
 KB3=(python3 -m kbm_toolkit --store /tmp/l3-live.db --kernelbench third_party/KernelBench

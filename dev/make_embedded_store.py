@@ -2,6 +2,8 @@
 
     python dev/make_embedded_store.py .kbm/kb.db --compact   # kbm_toolkit/data/kernelbench.db.xz
     python dev/make_embedded_store.py .kbm/demo.db .kbm/gate.db --out kbm_toolkit/data/demo.db.xz
+    python dev/make_embedded_store.py .kbm/kb.db --supplement-of kbm_toolkit/data/kernelbench.db.xz \
+        --out kbm_toolkit/data/kernelbench.deep-search.db.xz
 
 Copies the first store, merges the others into the copy (`kbm merge`), checks it holds at least
 one finished run or some cells, switches to rollback journalling (a read-only copy must not need -shm files),
@@ -16,6 +18,11 @@ are at the recorded paths (for the KernelBench pool: run it from the repository'
 checkout in third_party/KernelBench): a hook that varies shapes needs them, and the shipped store
 goes where the files do not.
 
+`--supplement-of BASE` writes a supplement instead (see `kbm_toolkit/store/shipped.py`): a store
+of only the rows the source holds and the packed BASE lacks. It refuses a source that changed a
+row BASE holds (a supplement can only add), and checks that BASE with the supplement merged in
+holds exactly the source's rows before it writes.
+
 `--compact` keeps a sampled pool small: a mutant outside its problem's sample keeps only what
 Table 1 and a later, wider `kbm run --sample` need (id, problem, rule, family, status, substrate
 hash); its diff and compile record, and any cells it has, are dropped.
@@ -28,12 +35,14 @@ import lzma
 import shutil
 import sqlite3
 import sys
+import tempfile
 from pathlib import Path
 
 from kbm_toolkit.store import in_sample
 from kbm_toolkit.paths import PACKAGE_DIR
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.store import Store, copy_store
+from kbm_toolkit.store.merge import MERGED
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
            "duplicate_of", "compile_ms", "message", "diff", "arch", "created")
@@ -75,6 +84,67 @@ def fill_constants(store: Store) -> tuple[int, list[str]]:
             store.db["problems"].update(row["key"], {"constants": text})
             filled += 1
     return filled, lacking
+
+
+def _unpacked(packed: Path, target: Path) -> Path:
+    """`packed` (xz or not) as a store at `target`, migrated to this kbm's schema."""
+    with (lzma.open(packed) if packed.suffix == ".xz" else open(packed, "rb")) as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    Store(target).close()
+    return target
+
+
+def _differences(conn: sqlite3.Connection, left: str, right: str) -> dict[str, int]:
+    """Per table, how many rows of schema `left` schema `right` does not hold as they are."""
+    out = {}
+    for table in ["runs", *(t for t, _, _ in MERGED)]:
+        n = conn.execute(f"select count(*) from (select * from {left}.{table} except "
+                         f"select * from {right}.{table})").fetchone()[0]
+        if n:
+            out[table] = n
+    return out
+
+
+def make_supplement(source: Path, base: Path, packed: Path, work: Path) -> dict[str, int]:
+    """Pack into `packed` the rows `source` holds and `base` lacks; return them per table (see the module's doc)."""
+    Store(source).close()
+    target = work / "supplement.db"
+    copy_store(source, target)
+    conn = sqlite3.connect(target)
+    conn.execute("attach ? as base", [str(_unpacked(base, work / "base.db"))])
+    changed = _differences(conn, "base", "main")
+    if changed:
+        sys.exit(f"{source}: changes {', '.join(f'{n} {t}' for t, n in changed.items())} rows {base} holds; "
+                 "a supplement can only add rows: rebuild the base instead")
+    kept, referenced = {}, []
+    with conn:
+        for table, pk, run_column in MERGED:
+            key = ", ".join(pk) if isinstance(pk, tuple) else pk
+            conn.execute(f"delete from main.{table} where ({key}) in (select {key} from base.{table})")
+            kept[table] = conn.execute(f"select count(*) from main.{table}").fetchone()[0]
+            columns = (run_column,) if isinstance(run_column, str) else run_column or ()
+            referenced += [f"select {c} from main.{table}" for c in columns]
+        # a run the base holds stays when a kept row names it: merging maps it to the base's own
+        conn.execute(f"delete from main.runs where id in (select id from base.runs) "
+                     f"and id not in ({' union '.join(referenced)})")
+        kept = {"runs": conn.execute("select count(*) from main.runs").fetchone()[0], **kept}
+    conn.execute("detach base")
+    conn.execute("pragma journal_mode=delete")
+    conn.execute("vacuum")
+    conn.close()
+    # the check: the base with this supplement merged in, as kbm unpacks them, is the source again
+    merged = Store(_unpacked(base, work / "merged.db"))
+    merged.merge(Store(target, readonly=True))
+    merged.close()
+    conn = sqlite3.connect(work / "merged.db")
+    conn.execute("attach ? as source", [str(source)])
+    lost = {**_differences(conn, "source", "main"), **_differences(conn, "main", "source")}
+    conn.close()
+    if lost:
+        sys.exit(f"the base with the supplement merged in differs from {source}: {lost}")
+    with open(target, "rb") as src, lzma.open(packed, "wb", preset=9 | lzma.PRESET_EXTREME) as dst:
+        shutil.copyfileobj(src, dst)
+    return {t: n for t, n in kept.items() if n}
 
 
 def main(sources: list[Path], packed: Path, compacted: bool = False, share: float | None = None) -> None:
@@ -120,7 +190,19 @@ if __name__ == "__main__":
     ap.add_argument("--out", type=Path, default=PACKAGE_DIR / "data" / "kernelbench.db.xz")
     ap.add_argument("--compact", action="store_true", help="strip the mutants outside each problem's sample")
     ap.add_argument("--share", type=float, help="cap every problem's evaluated share at this (0-1]")
+    ap.add_argument("--supplement-of", type=Path, metavar="BASE",
+                    help="write only the rows the source holds and the packed store BASE lacks")
     args = ap.parse_args()
     if args.share is not None and not 0 < args.share <= 1:
         ap.error(f"--share {args.share}: a share is in (0, 1]")
-    main(args.sources, args.out, args.compact, args.share)
+    if args.supplement_of is not None:
+        if len(args.sources) != 1 or args.compact or args.share is not None:
+            ap.error("--supplement-of takes one source store and neither --compact nor --share")
+        if args.out.resolve() == args.supplement_of.resolve():
+            ap.error("--supplement-of: --out names the base itself")
+        with tempfile.TemporaryDirectory() as work:
+            rows = make_supplement(args.sources[0], args.supplement_of, args.out, Path(work))
+        print(f"wrote {args.out} ({args.out.stat().st_size // 1024} KiB): "
+              + ", ".join(f"{n} {t}" for t, n in rows.items()))
+    else:
+        main(args.sources, args.out, args.compact, args.share)

@@ -311,3 +311,107 @@ def test_the_shipped_level3_store_audits_and_tabulates_the_networks_on_a_cpu(fre
                 for line in table6]
     assert any(len({n for _, n in f}) < len(f) for f in families)  # a tie to order
     assert all(f == sorted(f, key=lambda fn: (-fn[1], fn[0])) for f in families)
+
+
+def _pack(store: Path, packed: Path) -> Path:
+    import lzma
+
+    with open(store, "rb") as src, lzma.open(packed, "wb") as dst:
+        dst.write(src.read())
+    return packed
+
+
+def _demo_copy(path: Path) -> Path:
+    from kbm_toolkit.store import copy_store
+
+    copy_store(shipped_store_path("demo"), path)  # before `package` hides the real data folder
+    return path
+
+
+def test_a_supplement_merges_into_its_shipped_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    demo = _demo_copy(tmp_path / "demo.db")
+    mutant, input_ = sqlite3.connect(demo).execute(
+        "select m.id, i.id from mutants m join inputs i on i.problem = m.problem where m.status = 'distinct' "
+        "and not exists (select 1 from cells c where c.mutant = m.id and c.input = i.id) limit 1").fetchone()
+    extra = Store(tmp_path / "extra.db")  # a store of one new run and its one cell
+    run = extra.db["runs"].insert({"kind": "evaluate", "started": "2026-12-04T00:00:00+00:00",
+                                   "gpu": "NVIDIA H200"}).last_pk
+    extra.db["cells"].insert({"mutant": mutant, "input": input_, "outcome": "mismatch", "margin": 1.5, "run": run})
+    extra.close()
+    data = package_folder(tmp_path, monkeypatch)
+    _pack(demo, data / "demo.db.xz")
+    plain = shipped_store_path("demo")
+    _pack(tmp_path / "extra.db", data / "demo.more.db.xz")
+    merged = shipped_store_path("demo")
+    assert merged != plain  # a supplement is another copy, never the one unpacked without it
+    rows = Store(merged, readonly=True).db.execute(
+        "select c.outcome, c.margin, r.id, r.gpu from cells c join runs r on r.id = c.run "
+        "where c.mutant = ? and c.input = ?", [mutant, input_]).fetchall()
+    runs = sqlite3.connect(demo).execute("select max(id) from runs").fetchone()[0]
+    assert rows == [("mismatch", 1.5, runs + 1, "NVIDIA H200")]
+    assert sqlite3.connect(merged).execute("pragma journal_mode").fetchone()[0] == "delete"  # one file to read
+    assert shipped_store_path("demo") == merged
+
+
+def package_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty package data folder and cache under `tmp_path`: what a test puts in it is what ships."""
+    import kbm_toolkit.paths as paths
+
+    monkeypatch.setenv("KBM_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "package" / "data").mkdir(parents=True)
+    monkeypatch.setattr(paths, "PACKAGE_DIR", tmp_path / "package")
+    return tmp_path / "package" / "data"
+
+
+def test_a_damaged_supplement_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    demo = _demo_copy(tmp_path / "demo.db")
+    data = package_folder(tmp_path, monkeypatch)
+    _pack(demo, data / "demo.db.xz")
+    whole = _pack(demo, tmp_path / "whole.xz").read_bytes()
+    (data / "demo.more.db.xz").write_bytes(whole[: len(whole) // 3])
+    result = CliRunner().invoke(cli, ["--store", "@demo", "audit", "-a", "kbv"])
+    assert result.exit_code != 0 and "the shipped store is damaged" in result.output
+    assert "demo.more.db.xz" in result.output and "Traceback" not in result.output
+    assert list((tmp_path / "cache" / "shipped").iterdir()) == []
+
+
+MAKE = Path(__file__).resolve().parent.parent / "dev" / "make_embedded_store.py"
+
+
+@pytest.mark.skipif(not MAKE.is_file(), reason="dev/ is in no sdist: test from a checkout")
+def test_a_made_supplement_gives_back_the_store_it_was_made_from(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    source = _demo_copy(tmp_path / "source.db")
+    base = _demo_copy(tmp_path / "base.db")
+    with sqlite3.connect(base) as conn:  # the base lacks one run's cells (the run itself it keeps)
+        last = conn.execute("select max(run) from cells").fetchone()[0]
+        dropped = conn.execute("delete from cells where run = ?", [last]).rowcount
+    conn.close()
+    _pack(base, tmp_path / "base.db.xz")
+
+    def make(src: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(MAKE), str(src), "--supplement-of", str(tmp_path / "base.db.xz"),
+                               "--out", str(tmp_path / "more.db.xz")], capture_output=True, text=True)
+
+    made = make(source)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.endswith(f"1 runs, {dropped} cells\n")
+    data = package_folder(tmp_path, monkeypatch)
+    (data / "demo.db.xz").write_bytes((tmp_path / "base.db.xz").read_bytes())
+    (data / "demo.more.db.xz").write_bytes((tmp_path / "more.db.xz").read_bytes())
+    query = "select mutant, input, outcome, margin, run from cells order by 1, 2"
+    assert (sqlite3.connect(shipped_store_path("demo")).execute(query).fetchall()
+            == sqlite3.connect(source).execute(query).fetchall())
+    with sqlite3.connect(source) as conn:  # a source that changed a row the base holds: no supplement
+        conn.execute("update cells set outcome = 'mismatch' where rowid = (select min(rowid) from cells where run != ?)",
+                     [last])
+    conn.close()
+    refused = make(source)
+    assert refused.returncode != 0 and "a supplement can only add rows" in refused.stderr
+    assert "1 cells" in refused.stderr

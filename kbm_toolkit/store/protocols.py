@@ -10,7 +10,10 @@ class StoredProtocols(Tables):
     """The `protocols` table."""
 
     def record_protocol(self, name: str, toml: str, source: str) -> None:
-        """Keep protocol `name`'s protocol.toml text (from `source`, a path), replacing an earlier one."""
+        """Keep protocol `name`'s protocol.toml text (from `source`, a path), replacing an earlier one
+        that differs (the same text keeps the record of where and when it came first)."""
+        if self.protocol_toml(name) == toml:
+            return
         with self.db.conn:
             self.db["protocols"].upsert({"name": name, "toml": toml, "source": source, "recorded": now()},
                                         pk="name")

@@ -4,6 +4,11 @@ Stores made by kbm's own pipeline on an H200 ship xz-packed in `kbm_toolkit/data
 KernelBench pool (`@kernelbench`, levels 1-2, the default for reports), its level 3 apart while
 only a share of it is evaluated (`@kernelbench-level3`), and the built-in problems' pool (`@demo`).
 Each is unpacked once into the cache and migrated to this kbm's schema.
+
+A store may ship with supplements, `data/NAME.PART.db.xz`: stores of the rows a later run added
+(a long search's cells, say), merged into the unpacked copy in PART order as `kbm merge` would.
+The base file then stays as it was committed and only the small supplement changes with each
+batch of cells, so the repository does not hold a new copy of the whole pool for every batch.
 """
 
 from __future__ import annotations
@@ -33,13 +38,18 @@ DEFAULT_SHIPPED = "kernelbench"
 def shipped_store_path(name: str = DEFAULT_SHIPPED) -> Path:
     """A shipped store, unpacked once into the cache; a path that does not exist when it is absent.
 
-    The package holds `data/NAME.db.xz`; the unpacked copy is migrated to this kbm's schema and
-    named by the packed file's hash and that schema, so no kbm reads a copy made by another.
+    The package holds `data/NAME.db.xz` and its supplements; the unpacked copy is migrated to this
+    kbm's schema and named by the packed files' hash and that schema, so no kbm reads a copy made
+    by another.
     """
     packed = paths.PACKAGE_DIR / "data" / f"{name}.db.xz"
     if not packed.is_file():
         return paths.PACKAGE_DIR / "data" / f"{name}.db"  # absent
-    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
+    parts = supplements(name)
+    hashed = hashlib.sha256(packed.read_bytes())
+    for part in parts:  # a new supplement is a new copy: the name and the bytes both count
+        hashed.update(part.name.encode() + b"\0" + part.read_bytes())
+    digest = hashed.hexdigest()[:16]
     for folder in (paths.cache_dir() / "shipped", Path(tempfile.gettempdir()) / "kbm-shipped"):
         target = folder / f"{name}-{digest}-m{len(MIGRATIONS)}.db"  # one copy per packed file and schema
         if target.is_file():
@@ -48,17 +58,50 @@ def shipped_store_path(name: str = DEFAULT_SHIPPED) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.part")
             try:
-                with lzma.open(packed) as src, open(partial, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except (EOFError, lzma.LZMAError) as e:
+                _unpack(packed, partial)
+                _upgrade(partial)
+                for part in parts:
+                    _merge_supplement(partial, part)
+            except BaseException:
                 partial.unlink(missing_ok=True)
-                raise StoreError(f"the shipped store is damaged ({e}); reinstall kbm", packed) from None
-            _upgrade(partial)
+                raise
             os.replace(partial, target)  # atomic: a concurrent reader never sees half a file
             return target
         except OSError:
             continue  # e.g. a read-only cache folder: try the next one
     raise OSError(f"cannot unpack {packed}: no writable cache folder")
+
+
+def supplements(name: str = DEFAULT_SHIPPED) -> list[Path]:
+    """The supplements that ship with store `name` (`data/NAME.PART.db.xz`), in the order they merge."""
+    return sorted((paths.PACKAGE_DIR / "data").glob(f"{name}.*.db.xz"))
+
+
+def _unpack(packed: Path, target: Path) -> None:
+    """Unpack one xz file; StoreError when it is damaged."""
+    try:
+        with lzma.open(packed) as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except (EOFError, lzma.LZMAError) as e:
+        target.unlink(missing_ok=True)
+        raise StoreError(f"the shipped store is damaged ({e}); reinstall kbm", packed) from None
+
+
+def _merge_supplement(path: Path, part: Path) -> None:
+    """Merge the supplement `part` into the unpacked store at `path`."""
+    unpacked = path.with_name(f"{path.name}.{part.name}")
+    try:
+        _unpack(part, unpacked)
+        _upgrade(unpacked)
+        into, rows = Store(path), Store(unpacked, readonly=True)
+        try:
+            into.merge(rows)
+        finally:
+            rows.close()
+            into.close()
+        _upgrade(path)  # back to one file
+    finally:
+        unpacked.unlink(missing_ok=True)
 
 
 def _upgrade(path: Path) -> None:
