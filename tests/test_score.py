@@ -220,3 +220,17 @@ def test_every_protocol_on_one_denominator(demo: ProblemSet, tmp_path) -> None:
     assert "One denominator for every protocol: 3 mutants witnessed by any of kbv, kernelbench" in " ".join(text.split())
     both = CliRunner().invoke(cli, ["--store", str(tmp_path / "s.db"), "audit", "--all", "-a", "kbv"])
     assert both.exit_code == 2 and "--adapter P" in both.output
+
+
+def test_the_witness_search_is_open_where_a_denominator_lacks_cells_on_an_unwitnessed_mutant(demo: ProblemSet) -> None:
+    store = Store(":memory:")
+    seed(store, demo.get("demo/1"))
+    whole = audit(KB, load_matrices(store), [KB, KBV])
+    assert whole["witness_search_open"] == {"mutants": 0, "by": {}}
+    # D, which nothing witnesses, and A, which the official trials kill, lose their cells on kbv's hidden inputs
+    store.db.execute("delete from cells where mutant in ('A', 'D') and input in "
+                     "(select id from inputs where label like 'hidden%')")
+    store.db.conn.commit()
+    report = audit(KB, load_matrices(store), [KB, KBV])
+    assert report["witness_search_open"] == {"mutants": 1, "by": {"kbv": 1}}  # A is witnessed already
+    assert report["witnessed"] == whole["witnessed"]  # the denominator as it stands: the open search is said

@@ -240,6 +240,7 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         "missing": {"checks": mine.missing_checks, "cells": mine.missing_cells},
         "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
         "excluded": dict(sorted(excluded.items())),
+        "witness_search_open": open_witnesses(base + [mine], matrices, wit),
     }
     if vs is not None:
         # survivors the denominator fixes: a protocol outside it cannot add survivors of its own
@@ -251,6 +252,24 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
             report["vs"]["ladder"] = _ladder(protocol, matrices, mine, base, run_protocol(fuzz, matrices),
                                              other, vs_excluded or {})
     return report
+
+
+def open_witnesses(results: list[ProtocolResult], matrices: list[Matrix], wit: dict[str, set[str]]) -> dict[str, Any]:
+    """The mutants no denominator protocol witnesses that one still could, from cells it lacks or
+    inputs it never checked: a denominator short of them may grow. {"mutants": N, "by": {protocol: n}}."""
+    every: set[tuple[str, str]] = set()
+    by: dict[str, int] = {}
+    for r in results:
+        mine: set[tuple[str, str]] = set()
+        for mx in matrices:
+            key = mx.problem.key
+            unwitnessed = mx.mutants.keys() - wit.get(key, set())
+            could = unwitnessed if r.missing_checks.get(key) else r.undecided_mutants.get(key, set()) & unwitnessed
+            mine |= {(key, m) for m in could}
+        if mine:
+            by[r.protocol] = len(mine)
+            every |= mine
+    return {"mutants": len(every), "by": dict(sorted(by.items()))}
 
 
 def _as_run_summary(protocol: Protocol, mine: ProtocolResult) -> dict[str, Any] | None:

@@ -47,6 +47,17 @@ def incomplete_words(report: dict[str, Any]) -> str:
     return f"incomplete: {words}" if words else ""
 
 
+def open_words(report: dict[str, Any]) -> str:
+    """"" when every denominator protocol has run on every mutant none witnesses; else how many it
+    has not, in words that belong beside the denominator ("witness search open: …")."""
+    found = report.get("witness_search_open") or {}
+    if not found.get("mutants"):
+        return ""
+    by = ", ".join(f"{name} {n:,}" for name, n in found["by"].items())
+    return (f"witness search open: {found['mutants']:,} mutants no protocol witnesses lack cells or checks "
+            f"that could ({by}), so the denominator may grow")
+
+
 def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:
     """What a protocol's score lacks (`ProtocolResult.missing_checks`, `.missing_cells`) in words:
     "3,797 of its inputs never checked on 194 problems"; "" when it lacks nothing."""
@@ -101,10 +112,10 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
         console.print("No witnessed mutants: evaluate some first (`kbm run`).")
     else:
         lo, hi = report["band90_pct"]
-        incomplete = incomplete_words(report)
+        notes = [w for w in (incomplete_words(report), open_words(report)) if w]
         console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {report['denominator_words']}; "
                       f"misses {report['missed']:,} (90% band of detection {_pct(lo)}–{_pct(hi)} over problems)"
-                      + (f" [yellow]({incomplete})[/yellow]" if incomplete else "") + ".")
+                      + (f" [yellow]({'; '.join(notes)})[/yellow]" if notes else "") + ".")
     if "vs" in report:
         vs = report["vs"]
         # vs's detection is over this audit's denominator, not vs's own: `kbm audit -a VS` may differ

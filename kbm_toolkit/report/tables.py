@@ -14,7 +14,7 @@ from kbm_toolkit.analysis.score import audit_store
 from kbm_toolkit.analysis.submissions import NOT_CHECKED, submission_verdicts, verdict_counts
 from kbm_toolkit.analysis.unwitnessed import CHANGED, NOT_RUN, SAME, FamilyRemainder, unwitnessed
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.report.audit import incomplete_words, sample_words
+from kbm_toolkit.report.audit import incomplete_words, open_words, sample_words
 from kbm_toolkit.vocabulary import FAMILIES, Accounting, Verdict
 
 Table = tuple[tuple[str, ...], list[tuple[str, ...]]]
@@ -177,8 +177,8 @@ def unwitnessed_examples(found: dict[str, FamilyRemainder]) -> list[str]:
 def denominator_line(name: str, audit: dict[str, Any]) -> str:
     """`kbv: 16,890 mutants witnessed at 0.001 by any of … (incomplete: …)`: what a protocol's
     figures are over, in the Markdown list and the HTML page alike."""
-    incomplete = incomplete_words(audit)
-    return f"{name}: {audit['denominator_words']}" + (f" ({incomplete})" if incomplete else "")
+    notes = [w for w in (incomplete_words(audit), open_words(audit)) if w]
+    return f"{name}: {audit['denominator_words']}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def denominators_markdown(audits: dict[str, dict[str, Any]]) -> str:
