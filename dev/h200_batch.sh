@@ -38,8 +38,8 @@
 #                                           carried store: its gate, its share of the pool, its targets)
 #                                           l3-unplaced (the LSTMs' mutants at every launch, from a carried
 #                                           .kbm/l3-unplaced.db.xz, against the placed ones' survival)
-#                                           race-stress (issue 29: synchronization survivors of the carried
-#                                           deep store under memory stress against none; dev/race_stress.py)
+#                                           kb-stress (issue 29: kernelbench-stress's stressed trials on the
+#                                           official check's survivors of DEEP_SAMPLE, resumable like kb-deep)
 #                                           redzones (issue 29: the equivalence candidates of the store's share
 #                                           again on the targeted inputs, KBM_REDZONES=1; dev/redzones.py)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
@@ -342,24 +342,14 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             echo "run --level level3 (unplaced LSTMs): exit $?; $(tail -n 2 "$OUT/logs/l3-unplaced.txt" | head -n 1)"
             python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-unplaced.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             xz -T0 -6 -c /tmp/l3-unplaced.db > "$OUT/l3-unplaced.db.xz" ;;
-        race-stress)  # issue 29: memory stress beside each launch (KBM_STRESS=memory) against none, on the official
-                      # check's synchronization survivors (semantic ones as the control) in the carried deep store's
-                      # DEEP_SAMPLE share (default 0.4), on new official draws, in two narrowed copies (dev/race_stress.py)
+        kb-stress)  # issue 29: kernelbench-stress's stressed trials (the official five beside memory stress) on the
+                    # official check's survivors of the DEEP_SAMPLE share (default 0.1), --first-kill: its own audit
+                    # is then complete there, and a stressed kill witnesses a race the quiet schedule hides
             kb_store
-            python3 dev/race_stress.py specs "$KB_STORE" --sample "${DEEP_SAMPLE:-0.4}" --out /tmp/rs-specs.jsonl \
-                > /tmp/rs-problems.txt
-            for copy in plain stressed; do
-                [ -f /tmp/rs-$copy.db ] || { cp "$KB_STORE" /tmp/rs-$copy.db
-                    python3 dev/race_stress.py narrow /tmp/rs-$copy.db synchronization semantic; }
-                share=$(( $(left) - 40 )); [ $copy = plain ] && share=$(( share / 2 ))  # the plain copy leaves half
-                ( [ $copy = stressed ] && export KBM_STRESS=memory
-                  stop_at "$share" python3 -m kbm_toolkit --store /tmp/rs-$copy.db --kernelbench third_party/KernelBench \
-                      run $(cat /tmp/rs-problems.txt) --inputs /tmp/rs-specs.jsonl --survivors-of kernelbench \
-                      --sample "${DEEP_SAMPLE:-0.4}" --workers "${WORKERS:-2}" > "$OUT/logs/race-stress-$copy.txt" 2>&1
-                  echo "race-stress $copy: exit $?; $(tail -n2 "$OUT/logs/race-stress-$copy.txt" | head -n1)" )
-            done
-            python3 dev/race_stress.py compare /tmp/rs-plain.db /tmp/rs-stressed.db /tmp/rs-specs.jsonl \
-                | tee "$OUT/logs/race-stress.txt" ;;
+            stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                run --inputs kernelbench-stress --survivors-of kernelbench --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
+                --workers "${WORKERS:-2}" > "$OUT/logs/kb-stress.txt" 2>&1
+            echo "kernelbench-stress on kernelbench's survivors: exit $?; $(tail -n2 "$OUT/logs/kb-stress.txt" | head -n1)" ;;
         redzones)  # issue 29: the equivalence candidates of the store's DEEP_SAMPLE share (default 0.1) measured again
                    # on the targeted inputs with KBM_REDZONES=1, in a narrowed copy (dev/redzones.py); the copy comes
                    # back as rz.db.xz, and a carried .kbm/rz.db.xz resumes it

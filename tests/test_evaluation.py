@@ -990,22 +990,6 @@ def test_a_spare_keeps_one_input_built_ahead_keyed_as_a_task_looks_it_up(monkeyp
     assert ct._PREPARED == {}
 
 
-def test_a_stressed_run_says_so_in_its_environment_and_an_unknown_stress_stops_it_first(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kbm_toolkit.errors import OptionError
-
-    store, _ = seeded_store(tmp_path / "s.db")
-    monkeypatch.setenv("KBM_STRESS", "memory")  # the fake evaluator runs on the CPU: no stress kernel
-    evaluate(store, monkeypatch, {})
-    env = json.loads(store.db.execute("select environment from runs order by id desc").fetchone()[0])
-    assert env["stress"] == "memory"
-    runs = store.db["runs"].count
-    monkeypatch.setenv("KBM_STRESS", "cache")
-    with pytest.raises(OptionError):
-        evaluate(store, monkeypatch, {})
-    assert Store(tmp_path / "s.db").db["runs"].count == runs  # no run was started
-
-
 def test_a_run_with_redzones_says_so_and_an_unknown_value_stops_it_first(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kbm_toolkit.errors import OptionError

@@ -488,3 +488,13 @@ def test_the_writer_and_the_suite_do_not_import_torch(module: str) -> None:
     code = f"import sys, {module}; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_stressed_input_is_one_kbvs_harness_cannot_run() -> None:
+    from kbm_toolkit.problems.hidden_writer import unexpressible
+    from kbm_toolkit.problems.input_spec import InputSpec
+
+    spec = InputSpec.make("demo/1_LeakyReLU", 42, stress="memory")
+    assert unexpressible(spec, "batch_size = 16\n") == ("memory stress beside the launch: KBV's harness runs "
+                                                         "nothing beside a candidate")
+    assert unexpressible(InputSpec.make("demo/1_LeakyReLU", 42), "batch_size = 16\n") is None

@@ -7,21 +7,15 @@ of the input: beside the launch, on a side stream, one block per SM does scatter
 read-modify-writes over a scratch buffer until the launch is done, so loads take uneven time and
 the warps of a block drift apart, as a barrier exists to prevent.
 
-With `KBM_STRESS=memory` in `kbm run`'s environment every mutant launch runs so (the correct
-kernel's input checks do not), and the run records `"stress": "memory"` in its environment. The
-cells are stored under the inputs' usual ids, so run it on a copy of a store, beside an unstressed
-copy, and compare (`dev/h200_batch.sh race-stress`); it is not a protocol.
+An input spec that names `stress = "memory"` (`problems.input_spec`) has every launch on it run
+so, a mutant's or a submission's: another input, with its own cells, which a protocol lists like
+any other (`kernelbench-stress`: the official trials, then the same trials stressed). The correct
+kernel's input checks run unstressed.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
-
-from kbm_toolkit.errors import OptionError
-
-KINDS = ("memory",)
-"""What `KBM_STRESS` may name."""
 
 SOURCE = r"""
 // Scattered read-modify-writes over `scratch` (n floats) until *done reaches `gen`, or `fuse_ns`
@@ -67,14 +61,6 @@ first launch may wait for the GPU to drain, the likely reason (not yet confirmed
 launch of the first run, the control family's too, overran its deadline."""
 
 
-def configured() -> str | None:
-    """The stress `KBM_STRESS` asks for, or None; OptionError naming the variable when it is unknown."""
-    kind = os.environ.get("KBM_STRESS") or None
-    if kind is not None and kind not in KINDS:
-        raise OptionError(f"KBM_STRESS={kind!r}: known stresses are {', '.join(KINDS)}")
-    return kind
-
-
 class MemoryStress:
     """Queues the stress before a launch (`start`) and its end after it (`stop`), per process.
 
@@ -117,10 +103,19 @@ class MemoryStress:
 _stress: list[Any] = []
 
 
-def around_launch() -> MemoryStress | None:
-    """This process's stress when `KBM_STRESS` asks for one (made at the first call), else None."""
-    if configured() is None:
+def around_launch(spec_stress: str = "") -> MemoryStress | None:
+    """This process's stress (made at the first call) when the input's spec names one, else None."""
+    if not spec_stress:  # the one stress there is (`input_spec.STRESSES`): memory
         return None
     if not _stress:
         _stress.append(MemoryStress())
     return _stress[0]
+
+
+def stop_quietly(stress: MemoryStress) -> None:
+    """Queue `stress`'s stop after a launch; nothing where the launch's own CUDA error killed the
+    context, and the stress with it (the launch's error is what the cell records)."""
+    try:
+        stress.stop()
+    except Exception:  # noqa: BLE001
+        pass

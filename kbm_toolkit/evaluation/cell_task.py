@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
 
 from kbm_toolkit.cuda import redzone
-from kbm_toolkit.cuda.stress import around_launch
+from kbm_toolkit.cuda.stress import around_launch, stop_quietly
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
 from kbm_toolkit.judging import STRICT, Margin, margin_key
@@ -376,18 +376,19 @@ class _Timed:
     """A mutant's launch, queued between two CUDA events: its host time now, its GPU time once
     the cell's read-back has waited for it (none off the GPU, where tests run it on CPU tensors)."""
 
-    def __init__(self, cuda: bool) -> None:
+    def __init__(self, cuda: bool, stress: str = "") -> None:
         self.cuda = cuda
+        self.stress = stress
         self.host_s = 0.0
         self._events: tuple[Any, Any] | None = None
 
     def enqueue(self, kernel: Any, built: Built) -> Any:
-        """Queue `kernel` on `built`'s model and inputs; its output. Under `KBM_STRESS` (an
-        experiment's switch, `cuda.stress`), beside the stress kernel."""
+        """Queue `kernel` on `built`'s model and inputs; its output. On an input whose spec names a
+        stress, beside the stress kernel (`cuda.stress`)."""
         import torch
 
         start = time.perf_counter()
-        stress = around_launch() if self.cuda else None
+        stress = around_launch(self.stress) if self.cuda else None
         if stress is not None:
             kernel.preload()  # a first launch's lazy load would wait for the stress to end
         if self.cuda:
@@ -402,10 +403,7 @@ class _Timed:
                 self._events[1].record()
         finally:
             if stress is not None:
-                try:
-                    stress.stop()
-                except Exception:  # noqa: BLE001 - the launch's own CUDA error killed the context: the stress with it
-                    pass
+                stop_quietly(stress)
         self.host_s = time.perf_counter() - start
         return out
 
@@ -642,7 +640,7 @@ class _CellTask:
         and a fresh worker resumes it)."""
         yield {"kind": RecordKind.START, "mutant": m["id"], "input": spec.id}
         cell: dict[str, Any] = {"kind": RecordKind.CELL, "mutant": m["id"], "input": spec.id}
-        after = self._launch(m, built, cell)
+        after = self._launch(m, built, cell, spec.stress)
         if after is After.STOP:
             yield cell
             yield {"kind": RecordKind.POISONED, "mutant": m["id"], "input": spec.id}
@@ -654,10 +652,11 @@ class _CellTask:
         yield cell
         return after
 
-    def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any]) -> After:
-        """Load mutant `m`, launch it, compare its output and check that it left its inputs, weights
-        and references as it found them, into `cell`; what the task does next: STOP where a CUDA
-        error left the context unusable, BUILD_AGAIN where the mutant wrote over what it must not.
+    def _launch(self, m: dict[str, Any], built: Built, cell: dict[str, Any], stress: str = "") -> After:
+        """Load mutant `m`, launch it (beside `stress`, its input spec's), compare its output and
+        check that it left its inputs, weights and references as it found them, into `cell`; what the
+        task does next: STOP where a CUDA error left the context unusable, BUILD_AGAIN where the
+        mutant wrote over what it must not.
 
         The launch is queued, not waited for: its comparison and checksums queue behind it and the
         host waits once for all three (`_judge`). Where workers share a GPU, every wait can also be
@@ -669,7 +668,7 @@ class _CellTask:
             kernel = self._kernel(m)  # loading its image is not the launch: timed apart
             cell["load_ms"] = (time.perf_counter() - start) * 1000
             start = time.perf_counter()
-            timed = _Timed(built.ref.is_cuda)
+            timed = _Timed(built.ref.is_cuda, stress)
             try:
                 out = timed.enqueue(kernel, built)
             except torch.OutOfMemoryError:  # maybe another worker's peak: free the cache, try once more

@@ -26,7 +26,6 @@ from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from kbm_toolkit.cuda.redzone import configured as configured_redzones
-from kbm_toolkit.cuda.stress import configured as configured_stress
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.collect import Collector
 from kbm_toolkit.evaluation.compiling import abandon, compile_pool
@@ -80,10 +79,7 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
         options = replace(options, margins=extra_margins([p.judge for p in all_protocols()]))
     if options.shard is not None:  # one part of a run a batch scheduler spreads (`shard.Shard`), and said so
         problems, env = options.shard.of(problems), {**env, "shard": str(options.shard)}
-    stress = configured_stress()  # experiments' switches (`cuda.stress`, `cuda.redzone`): the run says so
-    if stress is not None:
-        env = {**env, "stress": stress}
-    if configured_redzones():
+    if configured_redzones():  # an experiment's switch (`cuda.redzone`): the run says so
         env = {**env, "redzones": True}
     # how many workers ran at once: time inside launches is a share of workers x wall time
     run_id = store.start_run(RunKind.CHECK if options.checks_only else RunKind.EVALUATE,

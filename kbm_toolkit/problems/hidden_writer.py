@@ -309,6 +309,8 @@ def unexpressible(spec: InputSpec, source: str) -> str | None:
     and runs every config on those same instances."""
     if spec.base not in _RUNTIME_BASES:
         return f"base {spec.base!r} is not one kbm's hidden test writer rebuilds"
+    if spec.stress:
+        return f"{spec.stress} stress beside the launch: KBV's harness runs nothing beside a candidate"
     ops = sorted({op for op, _ in spec.transforms} - _RUNTIME_TRANSFORMS)
     if ops:
         return f"transform {ops[0]!r} is not one kbm's hidden test writer rebuilds"

@@ -16,6 +16,12 @@ id stays what it was: `"base": "kbv-hidden", "hidden": {"config": 1, "sha256": "
 (0-based) of `get_hidden_inputs()` in KBV's hidden file for the problem, called under `seed`;
 `sha256` is that file's content hash with its problem copy's (`problems.hidden_tests`), so an
 edited file is a new input. The record names no path: the checkout is found through `KBM_KBV`.
+
+A spec may also name a condition the mutant's launch runs under, again only in its own records:
+`"stress": "memory"` builds the same tensors as the spec without it, and every mutant launch on it
+runs beside memory stress (`cuda.stress`: another schedule, for races no input reaches). It is
+another input, with its own id and cells; the correct kernel's validity check on it runs
+unstressed (the gate has shown the correct kernel race-free on the official inputs).
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ near_constant: x -> 1 + eps * x (variance far below any epsilon). nan_element: a
 
 REINITS = ("default", "normal")
 
+STRESSES = ("memory",)
+"""What a spec's `stress` may name: `memory`, scattered read-modify-writes beside the launch."""
+
 
 def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
@@ -74,6 +83,8 @@ class InputSpec:
     """Words for people; not part of the identity."""
     hidden: tuple[tuple[str, Any], ...] = ()
     """kbv-hidden only: (("config", k), ("sha256", hash)); in the record only when present."""
+    stress: str = ""
+    """A stress every mutant launch on this input runs beside (`STRESSES`), or none; in the record only when set."""
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
@@ -88,6 +99,8 @@ class InputSpec:
                 raise KbmError(f"transform {op!r} has no parameter {sorted(extra)[0]!r}")
         if self.reinit not in REINITS:
             raise KbmError(f"reinit must be one of {', '.join(REINITS)}, got {self.reinit!r}")
+        if self.stress and self.stress not in STRESSES:
+            raise KbmError(f"stress must be one of {', '.join(STRESSES)}, got {self.stress!r}")
         if (self.base == "kbv-hidden") != bool(self.hidden):
             raise KbmError("base 'kbv-hidden' needs a hidden = {config, sha256} and no other base takes one")
         if self.hidden:
@@ -102,18 +115,20 @@ class InputSpec:
     @classmethod
     def make(cls, problem: str, seed: int, base: str = "official", params: tuple[float, ...] = (),
              transforms: list[dict[str, Any]] | None = None, shape: dict[str, Any] | None = None,
-             reinit: str = "default", label: str = "", hidden: dict[str, Any] | None = None) -> "InputSpec":
+             reinit: str = "default", label: str = "", hidden: dict[str, Any] | None = None,
+             stress: str = "") -> "InputSpec":
         """Build a spec from plain dicts: `transforms=[{"op": "scale", "by": -1}]`."""
         frozen = tuple((t["op"], _freeze({k: v for k, v in t.items() if k != "op"})) for t in transforms or [])
         return cls(problem, int(seed), base, tuple(float(p) for p in params), frozen,
-                   _freeze(shape or {}), reinit, label, _freeze(dict(hidden or {})))
+                   _freeze(shape or {}), reinit, label, _freeze(dict(hidden or {})), stress or "")
 
     def record(self) -> dict[str, Any]:
         """The spec as plain JSON-able data (without the label)."""
         return {"problem": self.problem, "seed": self.seed, "base": self.base, "params": list(self.params),
                 "transforms": [{"op": op, **dict(p)} for op, p in self.transforms],
                 "shape": dict(self.shape), "reinit": self.reinit,
-                **({"hidden": dict(self.hidden)} if self.hidden else {})}  # absent elsewhere: ids unchanged
+                **({"hidden": dict(self.hidden)} if self.hidden else {}),  # absent elsewhere: ids unchanged
+                **({"stress": self.stress} if self.stress else {})}
 
     @functools.cached_property
     def id(self) -> str:
@@ -128,7 +143,7 @@ class InputSpec:
             return cls.make(data["problem"], data["seed"], data.get("base", "official"),
                             tuple(data.get("params", ())), list(data.get("transforms", [])),
                             dict(data.get("shape", {})), data.get("reinit", "default"), label,
-                            data.get("hidden"))
+                            data.get("hidden"), data.get("stress", ""))
         except (KeyError, TypeError, ValueError) as e:
             raise KbmError(f"malformed input spec {data!r}: {type(e).__name__}: {e}") from None
 

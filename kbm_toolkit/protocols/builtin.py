@@ -20,3 +20,8 @@ def kbv() -> Path:
 def fuzz() -> Path:
     """The log-uniform fuzzing protocol (and its `fuzz-shapes` variant)."""
     return data_dir("adapters") / "fuzz"
+
+
+def stress() -> Path:
+    """The official trials again beside memory stress (`kernelbench-stress`): races a quiet GPU hides."""
+    return data_dir("adapters") / "stress"

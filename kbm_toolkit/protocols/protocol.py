@@ -31,6 +31,7 @@ transforms = [{ op = "scale", by = -1.0 }]
 shape = { dim = 1001 }
 reinit = "default"
 hidden = { config = 1, sha256 = "..." }   # base = "kbv-hidden" only (input_spec.py)
+stress = "memory"                  # every mutant launch on these inputs beside memory stress
 label = "official trial {index}"
 problem = "level1/23_Softmax"      # optional: this table applies to one problem only
 
@@ -60,7 +61,7 @@ from kbm_toolkit.tomlfile import load_toml, loads_toml
 _PROTOCOL_KEYS = {"name", "description", "tolerance", "atol", "rtol", "comparison", "dtype", "reference",
                   "drop_nonfinite_reference", "exclude", "module", "function", "config"}
 _INPUT_KEYS = {"trials", "seed_index", "seed", "seed_offset", "base", "params", "transforms", "shape",
-               "reinit", "label", "problem", "hidden"}
+               "reinit", "label", "problem", "hidden", "stress"}
 
 
 class ProtocolError(KbmError):
@@ -123,7 +124,8 @@ class Protocol:
             seed = r["seed"] if "seed" in r else seeds[r.get("seed_index", 0)]
             spec = InputSpec.make(problem.key, seed, r.get("base", "official"), tuple(r.get("params", ())),
                                   list(r.get("transforms", [])), dict(r.get("shape", {})),
-                                  r.get("reinit", "default"), r.get("label", self.name), r.get("hidden"))
+                                  r.get("reinit", "default"), r.get("label", self.name), r.get("hidden"),
+                                  r.get("stress", ""))
             if spec.id not in seen:
                 seen.add(spec.id)
                 specs.append(spec)
@@ -235,7 +237,7 @@ def _check_inputs(entry: dict[str, Any], toml: Path, index: int) -> None:
         r = _expand(entry)[0]
         InputSpec.make("check", r.get("seed", 0), r.get("base", "official"), tuple(r.get("params", ())),
                        list(r.get("transforms", [])), dict(r.get("shape", {})), r.get("reinit", "default"),
-                       hidden=r.get("hidden"))
+                       hidden=r.get("hidden"), stress=r.get("stress", ""))
     except KbmError as e:
         raise ProtocolError(f"{where}: {e.message}", toml) from None
     except (TypeError, KeyError, ValueError) as e:

@@ -112,10 +112,11 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
         console.print("No witnessed mutants: evaluate some first (`kbm run`).")
     else:
         lo, hi = report["band90_pct"]
-        notes = [w for w in (incomplete_words(report), open_words(report)) if w]
+        incomplete, search = incomplete_words(report), open_words(report)
         console.print(f"Detects [bold]{_pct(report['detection_pct'])}[/bold] of {report['denominator_words']}; "
                       f"misses {report['missed']:,} (90% band of detection {_pct(lo)}–{_pct(hi)} over problems)"
-                      + (f" [yellow]({'; '.join(notes)})[/yellow]" if notes else "") + ".")
+                      + (f" [yellow]({incomplete})[/yellow]" if incomplete else "") + "."
+                      + (f" [yellow]{search[0].upper()}{search[1:]}.[/yellow]" if search else ""))
     if "vs" in report:
         vs = report["vs"]
         # vs's detection is over this audit's denominator, not vs's own: `kbm audit -a VS` may differ

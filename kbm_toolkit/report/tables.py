@@ -177,8 +177,8 @@ def unwitnessed_examples(found: dict[str, FamilyRemainder]) -> list[str]:
 def denominator_line(name: str, audit: dict[str, Any]) -> str:
     """`kbv: 16,890 mutants witnessed at 0.001 by any of … (incomplete: …)`: what a protocol's
     figures are over, in the Markdown list and the HTML page alike."""
-    notes = [w for w in (incomplete_words(audit), open_words(audit)) if w]
-    return f"{name}: {audit['denominator_words']}" + (f" ({'; '.join(notes)})" if notes else "")
+    return f"{name}: {audit['denominator_words']}" + "".join(f" ({w})" for w in (incomplete_words(audit),
+                                                                                  open_words(audit)) if w)
 
 
 def denominators_markdown(audits: dict[str, dict[str, Any]]) -> str:
