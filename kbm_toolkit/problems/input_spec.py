@@ -17,11 +17,11 @@ id stays what it was: `"base": "kbv-hidden", "hidden": {"config": 1, "sha256": "
 `sha256` is that file's content hash with its problem copy's (`problems.hidden_tests`), so an
 edited file is a new input. The record names no path: the checkout is found through `KBM_KBV`.
 
-A spec may also name a condition the mutant's launch runs under, again only in its own records:
-`"stress": "memory"` builds the same tensors as the spec without it, and every mutant launch on it
-runs beside memory stress (`cuda.stress`: another schedule, for races no input reaches). It is
-another input, with its own id and cells; the correct kernel's validity check on it runs
-unstressed (the gate has shown the correct kernel race-free on the official inputs).
+A spec may also name a condition the launches on it run under, again only in its own records:
+`"stress": "memory"` builds the same tensors as the spec without it, and every launch on it, a
+mutant's or a submission's, runs beside memory stress (`cuda.stress`: another schedule, for races
+no input reaches). It is another input, with its own id and cells; the correct kernel's validity
+check on it runs unstressed, as on the spec without it.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class InputSpec:
     hidden: tuple[tuple[str, Any], ...] = ()
     """kbv-hidden only: (("config", k), ("sha256", hash)); in the record only when present."""
     stress: str = ""
-    """A stress every mutant launch on this input runs beside (`STRESSES`), or none; in the record only when set."""
+    """A stress every launch on this input runs beside (`STRESSES`), or none; in the record only when set."""
 
     def __post_init__(self) -> None:
         if self.base not in BASES:
