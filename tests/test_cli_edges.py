@@ -531,6 +531,29 @@ def test_the_tui_overview_marks_an_incomplete_protocol(incomplete_store: Path) -
     assert "kbv incomplete: 4 of its inputs never checked on 1 problems" in " ".join(summary.split())
 
 
+def test_the_tui_overview_says_where_the_witness_search_is_open(incomplete_store: Path) -> None:
+    import asyncio
+    import sqlite3
+
+    pytest.importorskip("textual")
+    from kbm_toolkit.tui.app import KbmApp
+
+    with sqlite3.connect(incomplete_store) as conn:  # D, which nothing witnesses, loses its cells on kbv's hidden inputs
+        conn.execute("delete from cells where mutant = 'D' and input in (select id from inputs where label like 'hidden%')")
+    conn.close()
+
+    async def summary() -> str:
+        app = KbmApp(incomplete_store, [KB, KBV])
+        async with app.run_test(size=(160, 40)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            return " ".join(str(app.screen.query_one("#summary").render()).split())
+
+    text = asyncio.run(summary())
+    # each protocol's score over a denominator that kbv's missing cells on D could still grow
+    assert text.count("(witness search open: 1 mutants)") == 2, text
+
+
 def test_the_report_page_says_what_an_incomplete_protocol_lacks(runner: CliRunner, tmp_path: Path,
                                                                  incomplete_store: Path) -> None:
     out = tmp_path / "report"

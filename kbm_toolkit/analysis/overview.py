@@ -13,7 +13,7 @@ from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
-from kbm_toolkit.analysis.score import denominator_words, scored, unrefereeable
+from kbm_toolkit.analysis.score import denominator_words, open_witnesses, scored, unrefereeable
 
 
 @dataclass
@@ -38,6 +38,9 @@ class Overview:
     missing: dict[str, dict[str, Any]] = field(default_factory=dict)
     """protocol → what its figures lack: {"checks": problem → input ids never checked, "cells":
     problem → cells not evaluated}; only the protocols that lack some."""
+    open_search: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """protocol → its audit's `witness_search_open` (mutants outside its denominator that a
+    denominator protocol has not run on yet); only the protocols where there are some."""
 
     @cached_property  # the denominators never change once scored; the screens ask on every key press
     def witnessed(self) -> dict[str, set[str]]:
@@ -125,13 +128,16 @@ def overview(store: Any, protocols: list[Protocol], accounting: Accounting = Acc
     denominator = denominator or protocols
     matrices = load_matrices(store, floor=min((p.tolerance for p in [*protocols, *denominator]), default=None))
     references = store.reference_checks()
-    denominators, detected, excluded, results = {}, {}, {}, []
+    denominators, detected, excluded, results, open_search = {}, {}, {}, [], {}
     for p in protocols:
         left_out = unrefereeable(p, matrices, references)
-        mine, _, wit = scored(p, [mx for mx in matrices if mx.problem.key not in left_out], denominator,
-                              accounting=accounting)
+        kept = [mx for mx in matrices if mx.problem.key not in left_out]
+        mine, base, wit = scored(p, kept, denominator, accounting=accounting)
         denominators[p.name], detected[p.name] = wit, mine.detected
         results.append(mine)
+        found = open_witnesses(base + [mine], kept, wit)
+        if found["mutants"]:
+            open_search[p.name] = found
         if left_out:
             excluded[p.name] = left_out
     names = sorted(p.name for p in denominator)
@@ -139,7 +145,7 @@ def overview(store: Any, protocols: list[Protocol], accounting: Accounting = Acc
                     excluded,
                     {r.protocol: len(r.false_rejections) for r in results}, store.sample_summary(),
                     {r.protocol: {"checks": r.missing_checks, "cells": r.missing_cells}
-                     for r in results if r.missing_checks or r.missing_cells})
+                     for r in results if r.missing_checks or r.missing_cells}, open_search)
 
 
 def mutant_detail(store: Any, mutant_id: str, protocols: list[Protocol]) -> dict[str, Any]:

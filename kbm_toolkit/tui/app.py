@@ -71,6 +71,8 @@ class OverviewScreen(DataScreen):
         counts = self.app.store_view().status_counts()
         self.query_one("#summary", Static).update(
             "; ".join(data.score_words(p.name) + (f" ({_incomplete(data, p.name)})" if p.name in data.missing else "")
+                      + (f" (witness search open: {data.open_search[p.name]['mutants']:,} mutants)"
+                         if p.name in data.open_search else "")
                       for p in data.protocols) + ". "
             + "".join(f"{p} leaves out {len(why)} problems it cannot referee (kbm refcheck). "
                       for p, why in data.excluded.items())
