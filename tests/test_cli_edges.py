@@ -576,6 +576,8 @@ def test_the_tables_and_the_export_mark_an_incomplete_protocol(runner: CliRunner
                      r"problems\)", tables.output)
     export = runner.invoke(cli, ["--store", str(incomplete_store), "export", "-a", "kbv"])
     assert json.loads(export.stdout)["config"]["incomplete"] == "4 of its inputs never checked on 1 problems"
+    # demo/2's D, which nothing witnesses, has no cells on fuzz's or the others' inputs there
+    assert json.loads(export.stdout)["config"]["witness_search_open"]["mutants"] == 1
     export = runner.invoke(cli, ["--store", str(incomplete_store), "export", "-a", "kernelbench"])
     assert json.loads(export.stdout)["config"]["incomplete"] == ""
 

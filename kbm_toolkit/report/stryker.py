@@ -10,7 +10,7 @@ from typing import Any
 
 from kbm_toolkit import __version__
 from kbm_toolkit.analysis.matrix import Matrix, killed, load_matrices, valid_at
-from kbm_toolkit.analysis.score import denominator_words, scored, unrefereeable
+from kbm_toolkit.analysis.score import denominator_words, open_witnesses, scored, unrefereeable
 from kbm_toolkit.outputs import output_file
 from kbm_toolkit.report.audit import missing_words
 from kbm_toolkit.problems.pack import locate_substrate
@@ -42,8 +42,8 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol],
     mx_list = load_matrices(store)  # every cell: a mutant with none loaded would read as not evaluated
     matrices = {mx.problem.key: mx for mx in mx_list}
     excluded = unrefereeable(protocol, mx_list, store.reference_checks())
-    mine, _, wit = scored(protocol, [mx for mx in mx_list if mx.problem.key not in excluded], denominator,
-                          accounting=accounting)
+    kept = [mx for mx in mx_list if mx.problem.key not in excluded]
+    mine, base, wit = scored(protocol, kept, denominator, accounting=accounting)
     n = sum(len(w) for w in wit.values())
     names = sorted({p.name for p in [*denominator, protocol]})
     rules = store.rules()
@@ -78,6 +78,7 @@ def stryker_report(store: Any, protocol: Protocol, denominator: list[Protocol],
             "config": {"protocol": protocol.name, "tolerance": protocol.tolerance, "accounting": str(accounting),
                        "denominator": denominator_words(names, n, protocol.judge.atol, accounting),
                        "incomplete": missing_words(mine.missing_checks, mine.missing_cells),
+                       "witness_search_open": open_witnesses(base + [mine], kept, wit),
                        "unrefereeable": dict(sorted(excluded.items()))}}
 
 
