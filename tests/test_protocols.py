@@ -29,8 +29,9 @@ def test_builtin_adapters_are_found_in_an_uninstalled_source_tree(monkeypatch: p
     import kbm_toolkit.protocols.registry as plugins
 
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
-    assert plugins.adapter_names() == ["fuzz", "kbv", "kernelbench"]
+    assert plugins.adapter_names() == ["fuzz", "kbv", "kernelbench", "stress"]
     assert load_protocol("fuzz-shapes").name == "fuzz-shapes"
+    assert load_protocol("kernelbench-stress").name == "kernelbench-stress"  # the kb-stress step's, on the GPU box
 
 
 def test_kernelbench_protocol_is_the_official_check(demo: ProblemSet) -> None:
@@ -261,3 +262,16 @@ def test_merging_a_store_brings_its_kept_protocols_once(tmp_path: Path) -> None:
     theirs.record_protocol("my-check", README_EXAMPLE, "elsewhere/my-check")
     assert mine.merge(theirs).get("protocols") == 1 and mine.protocol_toml("my-check") == README_EXAMPLE
     assert mine.merge(theirs)["protocols"] == 0  # kept by name: the same protocol twice is one
+
+
+def test_every_adapter_kbm_registers_is_found_from_a_source_tree_too() -> None:
+    import tomllib
+
+    from kbm_toolkit.protocols.registry import BUILT_IN
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("an installed kbm's tests: no pyproject.toml beside them")
+    registered = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["kbm.adapters"]
+    # the GPU box runs kbm from a checkout it never installed: entry points are not there
+    assert sorted(registered) == sorted(BUILT_IN)
