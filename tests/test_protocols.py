@@ -265,13 +265,12 @@ def test_merging_a_store_brings_its_kept_protocols_once(tmp_path: Path) -> None:
 
 
 def test_every_adapter_kbm_registers_is_found_from_a_source_tree_too() -> None:
-    import tomllib
-
     from kbm_toolkit.protocols.registry import BUILT_IN
+    from kbm_toolkit.tomlfile import load_toml
 
     pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
     if not pyproject.is_file():
         pytest.skip("an installed kbm's tests: no pyproject.toml beside them")
-    registered = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["kbm.adapters"]
+    registered = load_toml(pyproject)["project"]["entry-points"]["kbm.adapters"]
     # the GPU box runs kbm from a checkout it never installed: entry points are not there
     assert sorted(registered) == sorted(BUILT_IN)

@@ -257,14 +257,13 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
 def open_witnesses(results: list[ProtocolResult], matrices: list[Matrix], wit: dict[str, set[str]]) -> dict[str, Any]:
     """The mutants no denominator protocol witnesses that one still could, from cells it lacks or
     inputs it never checked: a denominator short of them may grow. {"mutants": N, "by": {protocol: n}}."""
+    unwitnessed = {mx.problem.key: mx.mutants.keys() - wit.get(mx.problem.key, set()) for mx in matrices}
     every: set[tuple[str, str]] = set()
     by: dict[str, int] = {}
     for r in results:
         mine: set[tuple[str, str]] = set()
-        for mx in matrices:
-            key = mx.problem.key
-            unwitnessed = mx.mutants.keys() - wit.get(key, set())
-            could = unwitnessed if r.missing_checks.get(key) else r.undecided_mutants.get(key, set()) & unwitnessed
+        for key, left in unwitnessed.items():
+            could = left if r.missing_checks.get(key) else r.undecided_mutants.get(key, set()) & left
             mine |= {(key, m) for m in could}
         if mine:
             by[r.protocol] = len(mine)
