@@ -55,6 +55,9 @@ mkdir -p "$OUT/logs" .kbm
 last_run() {  # the id of a store's latest evaluate run, for `kbm runs --run N`
     python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select max(id) from runs where kind = '"'evaluate'"'").fetchone()[0])' "$1"
 }
+ending() {  # a log's last two lines with text: a run's summary, or where it stopped (a blank line precedes that)
+    grep -v '^[[:space:]]*$' "$1" | tail -n2 | tr '\n' ' '
+}
 left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
 stop_at() {  # run a command for at most $1 s: SIGINT, and SIGKILL 20 s later (timeout -k); at 15 s, SIGUSR1,
             # on which kbm prints every thread's stack: a stop that overruns its grace says where it hung
@@ -134,7 +137,7 @@ for step in "$@"; do
                     --inputs kernelbench,kbv,fuzz --sample "$share" ${FIRST_KILL:+--first-kill} \
                     > "$OUT/logs/kb-run-$share.txt" 2>&1
                 rc=$?
-                echo "kb run --sample $share: exit $rc; $(tail -n2 "$OUT/logs/kb-run-$share.txt" | head -n1)"
+                echo "kb run --sample $share: exit $rc; $(ending "$OUT/logs/kb-run-$share.txt")"
                 python3 -m kbm_toolkit --store "$KB_STORE" runs --run "$(last_run "$KB_STORE")"
                 [ $rc -eq 0 ] || break
             done ;;
@@ -160,14 +163,14 @@ for step in "$@"; do
             [ "$shapes_s" -gt 0 ] && { stop_at "$shapes_s" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 run --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" --workers "${SHAPES_WORKERS:-1}" \
                 > "$OUT/logs/kb-deep-shapes.txt" 2>&1
-            echo "fuzz-shapes: exit $?; $(tail -n2 "$OUT/logs/kb-deep-shapes.txt" | head -n1)"; }
+            echo "fuzz-shapes: exit $?; $(ending "$OUT/logs/kb-deep-shapes.txt")"; }
             [ "$(left)" -gt 90 ] && { python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 targets --emit .kbm/kb-targets > "$OUT/logs/kb-deep-targets.txt" 2>&1
                 stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                     run --inputs .kbm/kb-targets --survivors-of kernelbench --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
                     --workers "${WORKERS:-2}" \
                     > "$OUT/logs/kb-deep-run.txt" 2>&1
-                echo "targets on kernelbench's survivors: exit $?; $(tail -n2 "$OUT/logs/kb-deep-run.txt" | head -n1)"; } ;;
+                echo "targets on kernelbench's survivors: exit $?; $(ending "$OUT/logs/kb-deep-run.txt")"; } ;;
         kb-mutate)  # as `kbm mutate` builds the pool, on this host's cores; the kill matrix is timed by kb-pool
             cp .kbm/gate.db /tmp/mutate-timed.db
             for level in level1 level2; do
@@ -181,10 +184,10 @@ for step in "$@"; do
             kb_store
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 run --redo-overwritten --workers "${WORKERS:-1}" > "$OUT/logs/kb-redo.txt" 2>&1
-            echo "redo: exit $?; $(tail -n2 "$OUT/logs/kb-redo.txt" | head -n1)"
+            echo "redo: exit $?; $(ending "$OUT/logs/kb-redo.txt")"
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 run --inputs kernelbench,kbv,fuzz --first-kill --workers "${WORKERS:-1}" > "$OUT/logs/kb-fill.txt" 2>&1
-            echo "fill: exit $?; $(tail -n2 "$OUT/logs/kb-fill.txt" | head -n1)"
+            echo "fill: exit $?; $(ending "$OUT/logs/kb-fill.txt")"
             xz -T0 -6 -c "$KB_STORE" > "$OUT/kb.db.xz" ;;
         kb-refcheck)  # the KernelBench references against fp64 on the official inputs (kbm audit leaves out failures)
             kb_store
@@ -349,7 +352,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 run --inputs kernelbench-stress --survivors-of kernelbench --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
                 --workers "${WORKERS:-2}" > "$OUT/logs/kb-stress.txt" 2>&1
-            echo "kernelbench-stress on kernelbench's survivors: exit $?; $(tail -n2 "$OUT/logs/kb-stress.txt" | head -n1)" ;;
+            echo "kernelbench-stress on kernelbench's survivors: exit $?; $(ending "$OUT/logs/kb-stress.txt")" ;;
         redzones)  # issue 29: the equivalence candidates of the store's DEEP_SAMPLE share (default 0.1) measured again
                    # on the targeted inputs with KBM_REDZONES=1, in a narrowed copy (dev/redzones.py); the copy comes
                    # back as rz.db.xz, and a carried .kbm/rz.db.xz resumes it
@@ -367,7 +370,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
               stop_at "$(( $(left) - 40 ))" python3 -m kbm_toolkit --store /tmp/rz.db --kernelbench third_party/KernelBench \
                   run $(cat /tmp/rz-problems.txt) --inputs .kbm/kb-targets --sample "${DEEP_SAMPLE:-0.1}" \
                   --workers "${WORKERS:-2}" > "$OUT/logs/redzones-run.txt" 2>&1
-              echo "redzones: exit $?; $(tail -n2 "$OUT/logs/redzones-run.txt" | head -n1)" )
+              echo "redzones: exit $?; $(ending "$OUT/logs/redzones-run.txt")" )
             python3 dev/redzones.py compare /tmp/rz.db | tee "$OUT/logs/redzones.txt"
             xz -T0 -6 -c /tmp/rz.db > "$OUT/rz.db.xz" ;;
         gate-level1) gate --level level1 ;;

@@ -3,10 +3,12 @@
     python dev/pool_figures.py                      # the shipped KernelBench pool
     python dev/pool_figures.py --store .kbm/kb.db --sample 0.9
 
-Against the official check (`kernelbench`), over the denominator of every built-in protocol:
+Against the official check (`kernelbench`), over `kbm audit`'s default denominator (every built-in
+protocol and every one the store keeps, e.g. `kb-targets`; `--builtin`: the built-in ones alone):
 the miss rate with the vacuous problems included, the witnessed share of the distinct mutants,
-the per-problem miss rates (median, percentiles, the worst ten), the thread/block index swaps
-among the indexing mutants, and the precision misses by rule.
+the per-problem miss rates (median, percentiles, the worst ten), the thread/block index swaps and
+the stride and transposed-access rules among the indexing mutants, boundary without its grid
+rounding rule, and the precision misses by rule.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # indexing rules that swap a thread index for a block index or one axis for another
 INDEX_SWAPS = {"tidx2bidx", "tidx2tidy", "bidx2bidy", "bidx2tidx", "bdim2gdim", "grid-x-use-block-y"}
+# indexing rules that confuse a stride or read a transposed layout: the paper's examples of the family
+INDEX_STRIDES = {"a-row-stride-n", "b-row-stride-k", "row-store-stride-k", "flatten-height-use-width",
+                 "output-position-height-first"}
+GRID_FLOOR = "grid-ceil2floor-host"  # drops work only at sizes no multiple of the block: odd shapes alone witness it
 MIN_WITNESSED = 5  # a problem's miss rate is quoted only over at least this many witnessed mutants
 
 
@@ -30,6 +36,7 @@ def main() -> None:
     ap.add_argument("--sample", type=float, help="score only this share of each problem's mutants")
     ap.add_argument("--accounting", choices=["tolerance", "union"], default="tolerance",
                     help="at which tolerance witnesses count (kbm audit --accounting)")
+    ap.add_argument("--builtin", action="store_true", help="the built-in protocols alone as the denominator")
     args = ap.parse_args()
     from kbm_toolkit.analysis.matrix import load_matrices
     from kbm_toolkit.analysis.score import audit, audit_store, scored
@@ -42,6 +49,9 @@ def main() -> None:
         ap.error(f"{path}: no such store")
     store = Store(path, readonly=True)
     official, denominator = load_protocol("kernelbench"), all_protocols()
+    if not args.builtin:  # as `kbm audit`: the protocols the store keeps witness too
+        names = {p.name for p in denominator}
+        denominator += [load_protocol(n, stored=store.protocol_toml) for n in store.protocol_names() if n not in names]
     matrices = load_matrices(store, min(p.tolerance for p in denominator), sample=args.sample)
     accounting = Accounting(args.accounting)
     report = audit_store(store, official, denominator, matrices=matrices, sample=args.sample,  # as `kbm audit`
@@ -70,17 +80,26 @@ def main() -> None:
         print(f"  {rate:.0f}% {key} ({n} witnessed)")
 
     rows = {m.problem.key: m.mutants for m in kept}
-    swaps, swaps_missed, precision = Counter(), Counter(), Counter()
+    witnessed, missed, precision = Counter(), Counter(), Counter()  # by (family, rule)
     for key, mutants in seen.items():
         for m in mutants:
-            row, missed = rows[key][m], m not in caught.get(key, set())
-            if row["family"] == "indexing":
-                swaps[row["rule"] in INDEX_SWAPS] += 1
-                swaps_missed[row["rule"] in INDEX_SWAPS] += missed
-            elif row["family"] == "precision" and missed:
-                precision[row["rule"]] += 1
-    print(f"indexing: {swaps[True]:,} of {swaps[True] + swaps[False]:,} witnessed swap indices, "
-          f"missed at {100 * swaps_missed[True] / max(swaps[True], 1):.1f}%")
+            row = rows[key][m]
+            witnessed[row["family"], row["rule"]] += 1
+            missed[row["family"], row["rule"]] += m not in caught.get(key, set())
+
+    def share(family: str, rules: set[str] | None = None, leave_out: set[str] = set()) -> tuple[int, int]:
+        chosen = [k for k in witnessed if k[0] == family and (rules is None or k[1] in rules) and k[1] not in leave_out]
+        return sum(witnessed[k] for k in chosen), sum(missed[k] for k in chosen)
+
+    indexing = share("indexing")[0]
+    for what, rules in (("swap indices", INDEX_SWAPS), ("confuse a stride or transpose", INDEX_STRIDES)):
+        n, lost = share("indexing", rules)
+        print(f"indexing: {n:,} of {indexing:,} witnessed {what}, missed at {100 * lost / max(n, 1):.1f}%")
+    n, lost = share("boundary", leave_out={GRID_FLOOR})
+    grid, grid_lost = share("boundary", {GRID_FLOOR})
+    print(f"boundary: {GRID_FLOOR} {grid_lost} missed of {grid} witnessed; without it {100 * lost / max(n, 1):.1f}% "
+          f"of {n:,}")
+    precision = Counter({rule: missed[f, rule] for f, rule in missed if f == "precision" and missed[f, rule]})
     print(f"precision misses: {sum(precision.values())}, by rule: "
           + ", ".join(f"{rule} {n}" for rule, n in precision.most_common(3)))
 

@@ -118,8 +118,11 @@ def test_the_kbv_decomposition_is_the_difference_of_separate_audits(fresh_user: 
     # Over the problems kbv can referee (kernelbench's own audit leaves out others) and kbv's
     # denominator (witnessed at its 1e-3): kbv's audit, its audit re-scored at kernelbench's 1e-2
     # (the denominator stays), and what kernelbench detects of that denominator.
-    kbv, official, denominator = load_protocol("kbv"), load_protocol("kernelbench"), all_protocols()
     store = Store(shipped_store_path(), readonly=True)
+    # the CLI's default denominator: every installed protocol and every one the store keeps
+    kept = [load_protocol(n, stored=store.protocol_toml) for n in store.protocol_names()]
+    assert [p.name for p in kept] == ["kb-targets"]
+    kbv, official, denominator = load_protocol("kbv"), load_protocol("kernelbench"), all_protocols() + kept
     matrices = [mx for mx in load_matrices(store, min(p.tolerance for p in denominator))
                 if mx.problem.key not in report["excluded"]]
     own, loose = (score(kbv, matrices, denominator, tolerance=t)["detection_pct"] for t in (None, official.tolerance))

@@ -11,8 +11,9 @@ has since gained margins, real hidden-test inputs and their cells.
 Cells measured again (`kbm run --redo-overwritten`: cells an old evaluator ran after a mutant had
 written over an input) move the figures; the cells they replace are kept in `superseded_cells`,
 so the record is reproduced on a copy with those put back, without the cells of the runs since
-(the gaps the redo opened, filled), and with the mutants those runs' probe quarantined
-(tests/fixtures/quarantined_after_record.txt) distinct again.
+(the gaps the redo opened, filled) or the protocols they kept (a kept one is a default witness
+now), and with the mutants those runs' probe quarantined (tests/fixtures/quarantined_after_record.txt)
+distinct again.
 
 The record counts witnesses in the union accounting (each denominator protocol at its own
 tolerance), kbm's only one then: it is asked for with `--accounting union`. The suite's first line
@@ -75,6 +76,8 @@ def as_recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                              "from superseded_cells")
             if redo is not None:  # what the redo's run and those after it stored anew
                 store.db.execute("delete from cells where run >= ?", [redo])
+            # the protocols runs since were given by path (kb-targets): a kept one joins the default denominator
+            store.db.execute("delete from protocols")
             if name == "kernelbench":
                 marks = ",".join("?" * len(QUARANTINED_SINCE))
                 store.db.execute(f"update mutants set status = 'distinct', message = null where id in ({marks}) "

@@ -127,3 +127,26 @@ def test_an_emitted_protocol_is_kept_in_the_store_and_audits_name_it_once_its_fo
     assert missing.exit_code != 0 and "no adapter, protocol or path 'other-targets'" in missing.output
     shipped = runner.invoke(cli, ["--store", "@demo", "audit", "--adapter", "my-targets", "--no-run"])
     assert shipped.exit_code != 0  # kept by that store only
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of targets")
+def test_a_kept_protocol_is_a_witness_of_the_default_denominator(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from kbm_toolkit.store.shipped import shipped_store_path
+
+    store = tmp_path / "mine.db"
+    shutil.copy(shipped_store_path("demo"), store)
+    runner = CliRunner()
+    before = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json"]).stdout)
+    emitted = runner.invoke(cli, ["--store", str(store), "targets", "--level", "demo", "--emit", str(tmp_path / "t")])
+    assert emitted.exit_code == 0, emitted.output
+    shutil.rmtree(tmp_path / "t")  # kept in the store, it is found there
+    after = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json"]).stdout)
+    assert after["denominator"] == sorted([*before["denominator"], "t"])
+    # the demo pool ran on the targeted inputs: a mutant only they kill is witnessed now, and missed
+    assert after["witnessed"] > before["witnessed"] and after["missed"] > before["missed"]
+    named = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json",
+                                           *[a for p in before["denominator"] for a in ("--denominator", p)]]).stdout)
+    assert (named["denominator"], named["witnessed"]) == (before["denominator"], before["witnessed"])

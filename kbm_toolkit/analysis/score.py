@@ -8,7 +8,8 @@ Definitions (DESIGN.md, "Scoring"):
 - A protocol *detects* a mutant when one of its valid inputs kills it at the protocol's
   tolerance: the cell's outcome is not `pass`, or its margin exceeds t.
 - The denominator of a protocol's score is the *witnessed* mutants: those a valid input of at
-  least one protocol of the denominator set (by default every installed protocol) kills, judged
+  least one protocol of the denominator set (by default every installed protocol and every one the
+  store keeps) kills, judged
   at the scored protocol's tolerance (the paper's accounting, `Accounting.TOLERANCE`) or, with
   `Accounting.UNION`, each denominator protocol at its own.
 """

@@ -24,8 +24,9 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
 @command()
 @protocol_option("--adapter", "-a", "adapter", help="The protocol to audit (or --all)")
 @click.option("--all", "every", is_flag=True,
-              help="Score every protocol (--denominator's, default every installed one) on one denominator: the "
-                   "mutants any of them witnesses at its own tolerance, on the problems all of them can referee.")
+              help="Score every protocol (--denominator's, default every installed one and every one the store "
+                   "keeps) on one denominator: the mutants any of them witnesses at its own tolerance, on the "
+                   "problems all of them can referee.")
 @protocol_option("--vs", "vs", help="Another protocol: split the difference into inputs and tolerance")
 @click.option("--tolerance", type=TOLERANCE, help="Re-score at this atol = rtol (in (0, 1]) instead of the protocol's.")
 @click.option("--atol", type=TOLERANCE, help="Re-score at this atol (with --rtol, or the protocol's rtol).")
@@ -34,7 +35,8 @@ from kbm_toolkit.store.shipped import DEFAULT_SHIPPED, shipped_name
               help="Re-score against this reference instead of the protocol's (e.g. strict-fp32: as kbm's own), "
                    "and --vs's protocol with it.")
 @protocol_option("--denominator", "denominator", multiple=True,
-                 help="Protocols whose detections define the witnessed mutants (default: every installed one)")
+                 help="Protocols whose detections define the witnessed mutants (default: every installed one and "
+                      "every one the store keeps)")
 @accounting_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--fail-under", type=PERCENT, help="Exit 7 when detection is below this percentage (0 to 100).")
@@ -79,7 +81,7 @@ def audit(obj: Context, adapter: str | None, every: bool, vs: str | None, tolera
     judging = _rejudging(protocol, tolerance, atol, rtol, reference)
     if other is not None and reference is not None:  # one reference on both sides of the comparison
         other = replace(other, judging=other.judge.with_reference(reference))
-    report = audit_filling(store, obj.problems(), protocol, obj.protocols(denominator, store), tolerance, other,
+    report = audit_filling(store, obj.problems(), protocol, obj.witnesses(denominator, store), tolerance, other,
                            sample, fill=not no_run, on_start=lambda line: click.echo(line, err=True), judging=judging,
                            level=level, accounting=accounting)
     report["provenance"] = provenance(store)
@@ -132,7 +134,7 @@ def _audit_all(obj: Context, store: Store, denominator: tuple[str, ...], as_json
     from kbm_toolkit.analysis.score import to_json, unified_audit
     from kbm_toolkit.report.audit import print_unified, provenance
 
-    report = unified_audit(store, obj.protocols(denominator, store), sample, level)
+    report = unified_audit(store, obj.witnesses(denominator, store), sample, level)
     report["provenance"] = provenance(store)
     if as_json:
         click.echo(to_json(report))

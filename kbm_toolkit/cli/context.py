@@ -117,3 +117,14 @@ class Context:
         """The protocols named, or every installed one when none is."""
         refs = list(refs)
         return [self.protocol(r, store) for r in refs] if refs else all_protocols()
+
+    def witnesses(self, refs: Iterable[str], store: Store) -> list[Protocol]:
+        """The protocols whose detections define the witnessed mutants (`--denominator`): those named, or
+        every installed one and every one `store` keeps (a run was given it by path, e.g. `kbm targets`'
+        inputs): a witness found by any input is one, wherever its protocol came from."""
+        refs = list(refs)
+        if refs:
+            return self.protocols(refs, store)
+        chosen = all_protocols()
+        names = {p.name for p in chosen}
+        return chosen + [self.protocol(n, store) for n in store.protocol_names() if n not in names]

@@ -31,7 +31,7 @@ from kbm_toolkit.cli.params import SHARE, accounting_option, json_option, out_op
               help="With --tables: judge every protocol against this reference instead of its own.")
 @protocol_option("--denominator", "denominator", multiple=True,
                  help="Protocols whose detections define the witnessed mutants, e.g. a `kbm targets` folder beside "
-                      "the built-in ones (default: every installed one)")
+                      "the built-in ones (default: every installed one and every one the store keeps)")
 @accounting_option()
 @click.pass_obj
 def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...], sample: float | None,
@@ -55,7 +55,7 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
         from kbm_toolkit.report.tables import tables_markdown
 
         chosen = obj.protocols(adapters or ("kernelbench", "kbv", "fuzz"), store)
-        witnesses = obj.protocols(denominator, store)
+        witnesses = obj.witnesses(denominator, store)
         click.echo(f"{provenance(store)}\n\n{tables_markdown(store, chosen, witnesses, sample, reference, accounting)}")
         return
     if out is None:
@@ -63,7 +63,7 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
     from kbm_toolkit.report.figures import write_report
 
     page = write_report(store, obj.protocols(adapters, store), Path(out), sample=sample,
-                        denominator=obj.protocols(denominator, store), accounting=accounting)
+                        denominator=obj.witnesses(denominator, store), accounting=accounting)
     click.echo(f"{provenance(store)}\nwrote {page}")
 
 
@@ -83,7 +83,8 @@ def report(obj: Context, out: str | None, tables: bool, adapters: tuple[str, ...
 @out_option("stryker: write here instead of standard output (a file); kernelbench: the folder to write (made if "
             "missing).", folder=None)
 @protocol_option("--denominator", "denominator", multiple=True,
-                 help="stryker: protocols whose detections define the witnessed mutants (default: every installed one)")
+                 help="stryker: protocols whose detections define the witnessed mutants (default: every installed "
+                      "one and every one the store keeps)")
 @accounting_option()
 @click.pass_obj
 def export(obj: Context, problems: tuple[str, ...], fmt: str, adapter: str, mutants: tuple[str, ...],
@@ -114,7 +115,7 @@ def export(obj: Context, problems: tuple[str, ...], fmt: str, adapter: str, muta
     from kbm_toolkit.report.stryker import export as write_export
 
     store = obj.read_store()
-    done = write_export(store, obj.protocol(adapter, store), obj.protocols(denominator, store),
+    done = write_export(store, obj.protocol(adapter, store), obj.witnesses(denominator, store),
                         Path(out) if out else None, accounting)
     if out:
         click.echo(f"wrote {out}: {done.mutants} mutants in {done.files} files")
@@ -152,7 +153,8 @@ def _export_corpus(obj: Context, problems: tuple[str, ...], mutants: tuple[str, 
 @click.argument("store_path", required=False, type=click.Path(dir_okay=False))
 @protocol_option("--adapter", "-a", "adapters", multiple=True, help="Protocols to show (default: every installed one)")
 @protocol_option("--denominator", "denominator", multiple=True,
-                 help="Protocols whose detections define the witnessed mutants (default: every installed one)")
+                 help="Protocols whose detections define the witnessed mutants (default: every installed one and "
+                      "every one the store keeps)")
 @accounting_option()
 @click.pass_obj
 def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...], denominator: tuple[str, ...],
@@ -175,7 +177,7 @@ def tui(obj: Context, store_path: str | None, adapters: tuple[str, ...], denomin
         sys.exit(ExitCode.USAGE)
     from kbm_toolkit.tui.app import KbmApp
 
-    KbmApp(store.path, protocols, accounting, obj.protocols(denominator, store)).run()
+    KbmApp(store.path, protocols, accounting, obj.witnesses(denominator, store)).run()
 
 
 @command("adapters")
