@@ -342,7 +342,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             stop_at "$(( $(left) - 45 ))" python3 -m kbm_toolkit --store /tmp/l3-unplaced.db --kernelbench third_party/KernelBench \
                 --kbv third_party/kernel_bench_verified run --level level3 --inputs kernelbench,kbv,fuzz \
                 --sample "${L3_SAMPLE:-0.1}" --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-unplaced.txt" 2>&1
-            echo "run --level level3 (unplaced LSTMs): exit $?; $(tail -n 2 "$OUT/logs/l3-unplaced.txt" | head -n 1)"
+            echo "run --level level3 (unplaced LSTMs): exit $?; $(ending "$OUT/logs/l3-unplaced.txt")"
             python3 -c "import sqlite3; sqlite3.connect('/tmp/l3-unplaced.db').execute('pragma wal_checkpoint(TRUNCATE)')"
             xz -T0 -6 -c /tmp/l3-unplaced.db > "$OUT/l3-unplaced.db.xz" ;;
         kb-stress)  # issue 29: kernelbench-stress's stressed trials (the official five beside memory stress) on the
