@@ -9,9 +9,8 @@ Definitions (DESIGN.md, "Scoring"):
   tolerance: the cell's outcome is not `pass`, or its margin exceeds t.
 - The denominator of a protocol's score is the *witnessed* mutants: those a valid input of at
   least one protocol of the denominator set (by default every installed protocol and every one the
-  store keeps) kills, judged
-  at the scored protocol's tolerance (the paper's accounting, `Accounting.TOLERANCE`) or, with
-  `Accounting.UNION`, each denominator protocol at its own.
+  store keeps) kills, judged at the scored protocol's tolerance (the paper's accounting,
+  `Accounting.TOLERANCE`) or, with `Accounting.UNION`, each denominator protocol at its own.
 """
 
 from __future__ import annotations
