@@ -135,7 +135,7 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
                 f"that both {report['protocol']} and {base} ran on, witnessed or not (as the paper's rungs count), "
                 f"{report['protocol']} kills {_pct(every['killed_pct'])} and {base} {_pct(every['fuzz_killed_pct'])} "
                 "(the paper: its taxonomy-guided LLM 61.0%, random fuzz 21.6% of 1,154)"
-                + (f"; of the {others['survivors']:,} that inputs of neither witness, {_pct(others['killed_pct'])} and "
+                + (f"; of the {others['survivors']:,} that another protocol's input witnesses, {_pct(others['killed_pct'])} and "
                    f"{_pct(others['fuzz_killed_pct'])}" if others["survivors"] else "") + ".")
     if report["families"]:
         table = Table(title="By family", title_justify="left")
