@@ -1,4 +1,4 @@
-"""Memory stress beside each mutant launch: an experiment's switch, for races no input reaches.
+"""Memory stress beside each mutant launch on a stressed input: for races no input reaches.
 
 The synchronization mutants no input witnesses mostly give the correct kernel's output on every
 input (a removed barrier whose race never shows under the GPU's usual schedule). Memory stress
