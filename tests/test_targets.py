@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -150,3 +151,42 @@ def test_a_kept_protocol_is_a_witness_of_the_default_denominator(tmp_path: Path)
     named = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json",
                                            *[a for p in before["denominator"] for a in ("--denominator", p)]]).stdout)
     assert (named["denominator"], named["witnessed"]) == (before["denominator"], before["witnessed"])
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of targets")
+def test_kbm_run_finds_a_kept_protocol_by_name_for_inputs_and_survivors(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # what the audit tells you to type to fill a kept protocol's cells (`kbm run --inputs NAME`) must run
+    import shutil
+
+    import kbm_toolkit.evaluation.device as device
+    import kbm_toolkit.evaluation.fill as fill
+    from kbm_toolkit.protocols.registry import load_protocol
+    from kbm_toolkit.store import Store
+    from kbm_toolkit.store.shipped import shipped_store_path
+
+    store = tmp_path / "mine.db"
+    shutil.copy(shipped_store_path("demo"), store)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--store", str(store), "targets", "--level", "demo", "--emit",
+                               str(tmp_path / "kept")]).exit_code == 0
+    shutil.rmtree(tmp_path / "kept")
+    monkeypatch.chdir(tmp_path)  # no folder of that name here: only the store can say what `kept` is
+    asked: list[tuple] = []
+    monkeypatch.setattr(device, "describe_device", lambda: {"cuda": True, "arch": "sm_90", "gpu": "fake"})
+    from kbm_toolkit.evaluation.stats import RunSummary
+
+    def recorded(store: Any, problems: list, specs: Any, source: str, arch: str, env: dict, options: Any) -> Any:
+        asked.append((problems, specs, options))  # what the run was given; nothing evaluated
+        return RunSummary()
+
+    monkeypatch.setattr(fill, "run_evaluation", recorded)
+    result = runner.invoke(cli, ["--store", str(store), "run", "--inputs", "kept", "--survivors-of", "kept",
+                                 "--first-kill", "--level", "demo"])
+    assert result.exit_code == 0, result.output
+    (problems, specs, options), = asked
+    kept = load_protocol("kept", stored=Store(store, readonly=True).protocol_toml)
+    assert [s.id for s in specs(problems[0])] == [s.id for s in kept.specs(problems[0])] != []
+    assert [p.name for p in options.first_kill] == ["kept"] and options.only is not None
+    missing = runner.invoke(cli, ["--store", str(store), "run", "--inputs", "other", "--level", "demo"])
+    assert missing.exit_code != 0 and "no input source 'other'" in missing.output

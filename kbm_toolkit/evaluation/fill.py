@@ -59,13 +59,13 @@ class RunRequest:
     """Warm children per worker (`--spares`; None: the run's default)."""
 
 
-def source_protocols(source: str) -> dict[str, Protocol | None]:
+def source_protocols(source: str, stored: Callable[[str], str | None] | None = None) -> dict[str, Protocol | None]:
     """Each part of `--inputs` (comma-separated), and the protocol it names (None: a spec file or a
-    built-in source such as `official`)."""
+    built-in source such as `official`); `stored`, a store's `protocol_toml`, finds those it keeps."""
     parts: dict[str, Protocol | None] = {}
     for part in (p.strip() for p in source.split(",") if p.strip()):
         try:
-            parts[part] = load_protocol(part)
+            parts[part] = load_protocol(part, stored=stored)
         except KbmError:
             parts[part] = None
     return parts
@@ -115,8 +115,9 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
         start_server(GPU_PRELOAD)
     if request.redo_overwritten:
         return _redo_overwritten(store, problem_set, request, on_progress, on_problem)
-    specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()})
-    parts = source_protocols(request.source)  # each protocol file read once, for all three uses below
+    # a protocol the store keeps (`kbm targets --emit`'s, say) is found by name once its folder is gone
+    specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()}, store.protocol_toml)
+    parts = source_protocols(request.source, store.protocol_toml)  # each protocol read once, for all three uses below
     protocols = first_kill_protocols(parts) if request.first_kill else None
     if request.witnessed and not request.survivors_of:
         raise OptionError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")
@@ -129,7 +130,7 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
                                                               "`kbm mutate` makes them")
     only = None
     if request.survivors_of:
-        only = survivors(store, load_protocol(request.survivors_of),
+        only = survivors(store, load_protocol(request.survivors_of, stored=store.protocol_toml),
                          all_protocols() if request.witnessed else None)
     env, where = _placement(request)
     if request.checks_only and (request.first_kill or request.survivors_of):

@@ -50,13 +50,14 @@ def file_source(path: Path) -> Callable[[Problem], list[InputSpec]]:
 BUILT_IN: dict[str, Callable[[Problem], list[InputSpec]]] = {"official": official_specs, "gate": gate_source}
 
 
-def resolve(source: str, known_problems: Iterable[str] | None = None) -> Callable[[Problem], list[InputSpec]]:
+def resolve(source: str, known_problems: Iterable[str] | None = None,
+            stored: Callable[[str], str | None] | None = None) -> Callable[[Problem], list[InputSpec]]:
     """A function from problem to its input specs: a built-in name, a protocol (an installed
-    adapter's name, or a protocol folder or .toml, which may name only `known_problems`), or a
-    file of spec records; several, separated by commas, give the union (an input shared by two
-    counts once)."""
+    adapter's name, a protocol folder or .toml, which may name only `known_problems`, or one a
+    store keeps: `stored` is its `protocol_toml`), or a file of spec records; several, separated by
+    commas, give the union (an input shared by two counts once)."""
     if "," in source:
-        parts = [resolve(part.strip(), known_problems) for part in source.split(",") if part.strip()]
+        parts = [resolve(part.strip(), known_problems, stored) for part in source.split(",") if part.strip()]
 
         def union(problem: Problem) -> list[InputSpec]:
             specs: dict[str, InputSpec] = {}
@@ -75,7 +76,7 @@ def resolve(source: str, known_problems: Iterable[str] | None = None) -> Callabl
     if path.exists():  # a protocol folder or file: what is wrong with it is its own error
         return load_protocol(source, known_problems).specs
     try:
-        return load_protocol(source).specs
+        return load_protocol(source, stored=stored).specs
     except KbmError:
-        raise KbmError(f"no input source {source!r}: use {', '.join(BUILT_IN)}, an adapter "
-                       f"(kbm adapters), or a .toml/.jsonl file of specs") from None
+        raise KbmError(f"no input source {source!r}: use {', '.join(BUILT_IN)}, an adapter or a protocol the "
+                       f"store keeps (kbm adapters), or a .toml/.jsonl file of specs") from None
