@@ -441,3 +441,18 @@ def test_verify_on_the_gpu_agrees_with_the_shipped_demo_store(tmp_path: Path, de
     assert disagree == []
     controls = [e["file"] for e in entries if e["mutant"] is None]
     assert len(controls) == 3 and {verdicts[f].verdict(p.name) for f in controls for p in (KB, FUZZ)} == {Verdict.ACCEPTS}
+
+
+def test_cli_judges_by_a_protocol_the_store_keeps(tmp_path: Path) -> None:
+    # a suite or targets folder a run was given is kept in the store by name: verify finds it there
+    from kbm_toolkit.store import Store
+
+    path = write(tmp_path / "s", ["good.py"]) / "good.py"
+    store = tmp_path / "k.db"
+    text = "[protocol]\nname = \"two-trials\"\ndescription = \"two official trials\"\ntolerance = 1e-2\n\n" \
+           "[[inputs]]\ntrials = 2\nlabel = \"official trial {index}\"\n"
+    Store(store).record_protocol("two-trials", text, "two-trials/")
+    result = invoke("--store", str(store), "verify", str(path), "--problem", "demo/1", "--device", "cpu",
+                    "-a", "two-trials")
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "  two-trials (allclose atol = rtol = 0.01" in result.output and "accepts: 2 inputs pass" in result.output

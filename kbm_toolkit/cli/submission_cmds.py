@@ -60,9 +60,9 @@ def verify(obj: Context, paths: tuple[str, ...], problem: str | None, adapters: 
     from kbm_toolkit.report.submissions import print_submission, print_table
 
     found = find_submissions(paths, obj.problems(), problem)
-    protocols = obj.protocols(adapters)
-    env = _device_env(device)
     store = obj.store()
+    protocols = obj.protocols(adapters, store)  # a suite `kbm run` was given by path is kept there, by name
+    env = _device_env(device)
     before = store.latest_run()
     options = VerifyOptions(workers=workers, run_timeout_s=timeout, load_timeout_s=load_timeout, again=again,
                             device=device, warm=None if device == "cpu" else VerifyOptions.warm)
