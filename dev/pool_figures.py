@@ -40,7 +40,7 @@ def main() -> None:
     args = ap.parse_args()
     from kbm_toolkit.analysis.matrix import load_matrices
     from kbm_toolkit.analysis.score import audit, audit_store, scored
-    from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+    from kbm_toolkit.protocols.registry import all_protocols, default_denominator, load_protocol
     from kbm_toolkit.store import Store, shipped_store_path
     from kbm_toolkit.vocabulary import Accounting
 
@@ -48,10 +48,8 @@ def main() -> None:
     if not path.is_file():
         ap.error(f"{path}: no such store")
     store = Store(path, readonly=True)
-    official, denominator = load_protocol("kernelbench"), all_protocols()
-    if not args.builtin:  # as `kbm audit`: the protocols the store keeps witness too
-        names = {p.name for p in denominator}
-        denominator += [load_protocol(n, stored=store.protocol_toml) for n in store.protocol_names() if n not in names]
+    official = load_protocol("kernelbench")
+    denominator = all_protocols() if args.builtin else default_denominator(store)  # the latter as `kbm audit`
     matrices = load_matrices(store, min(p.tolerance for p in denominator), sample=args.sample)
     accounting = Accounting(args.accounting)
     report = audit_store(store, official, denominator, matrices=matrices, sample=args.sample,  # as `kbm audit`

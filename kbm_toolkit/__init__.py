@@ -34,7 +34,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                                   "user_packs"),
     # protocols: what a checker does
     "kbm_toolkit.protocols.protocol": ("Protocol", "ProtocolError", "load_protocols", "protocol_toml"),
-    "kbm_toolkit.protocols.registry": ("adapter_names", "all_protocols", "installed", "load_protocol"),
+    "kbm_toolkit.protocols.registry": ("adapter_names", "all_protocols", "default_denominator", "installed",
+                                       "load_protocol"),
     # mutation: rules and the campaign (NVRTC, no GPU); the static check (torch's meta device, NVRTC)
     "kbm_toolkit.mutation.rules": ("Rule", "RuleError", "load_rules", "site_counts"),
     "kbm_toolkit.mutation.campaign": ("mutate_problems",),

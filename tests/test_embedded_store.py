@@ -111,7 +111,7 @@ def test_the_kbv_decomposition_is_the_difference_of_separate_audits(fresh_user: 
     from kbm_toolkit.analysis.matrix import load_matrices
     from kbm_toolkit.analysis.score import audit as score
     from kbm_toolkit.analysis.score import run_protocol, scored
-    from kbm_toolkit.protocols.registry import all_protocols, load_protocol
+    from kbm_toolkit.protocols.registry import all_protocols, default_denominator, load_protocol
 
     report = audit(fresh_user, "--adapter", "kbv", "--vs", "kernelbench")
     vs = report["vs"]
@@ -119,10 +119,9 @@ def test_the_kbv_decomposition_is_the_difference_of_separate_audits(fresh_user: 
     # denominator (witnessed at its 1e-3): kbv's audit, its audit re-scored at kernelbench's 1e-2
     # (the denominator stays), and what kernelbench detects of that denominator.
     store = Store(shipped_store_path(), readonly=True)
-    # the CLI's default denominator: every installed protocol and every one the store keeps
-    kept = [load_protocol(n, stored=store.protocol_toml) for n in store.protocol_names()]
-    assert [p.name for p in kept] == ["kb-targets"]
-    kbv, official, denominator = load_protocol("kbv"), load_protocol("kernelbench"), all_protocols() + kept
+    denominator = default_denominator(store)  # the CLI's: every installed protocol and every one the store keeps
+    assert [p.name for p in denominator] == [p.name for p in all_protocols()] + ["kb-targets"]
+    kbv, official = load_protocol("kbv"), load_protocol("kernelbench")
     matrices = [mx for mx in load_matrices(store, min(p.tolerance for p in denominator))
                 if mx.problem.key not in report["excluded"]]
     own, loose = (score(kbv, matrices, denominator, tolerance=t)["detection_pct"] for t in (None, official.tolerance))

@@ -15,7 +15,8 @@ from kbm_toolkit.problems.pack import Pack, refused_plugins, user_packs
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.protocols.registry import all_protocols, installed, load_protocol, refused_adapters
+from kbm_toolkit.protocols.registry import (all_protocols, default_denominator, installed, load_protocol,
+                                            refused_adapters)
 from kbm_toolkit.store import Store
 from kbm_toolkit.store.shipped import open_store, shipped_name
 
@@ -120,11 +121,6 @@ class Context:
 
     def witnesses(self, refs: Iterable[str], store: Store) -> list[Protocol]:
         """The protocols whose detections define the witnessed mutants (`--denominator`): those named, or
-        every installed one and every one `store` keeps (a run was given it by path, e.g. `kbm targets`'
-        inputs): a witness found by any input is one, wherever its protocol came from."""
+        every installed one and every one `store` keeps (`default_denominator`)."""
         refs = list(refs)
-        if refs:
-            return self.protocols(refs, store)
-        chosen = all_protocols()
-        names = {p.name for p in chosen}
-        return chosen + [self.protocol(n, store) for n in store.protocol_names() if n not in names]
+        return self.protocols(refs, store) if refs else default_denominator(store)

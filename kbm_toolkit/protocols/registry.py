@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.problems.pack import user_packs
@@ -92,6 +92,14 @@ def _protocols_of(name: str, target: EntryPoint | Path) -> list[Protocol]:
 def all_protocols() -> list[Protocol]:
     """Every protocol of every installed adapter, each name once (`installed`)."""
     return [p for _, p in installed()]
+
+
+def default_denominator(store: Any) -> list[Protocol]:
+    """The witnesses when none are named: every installed protocol, then every one `store` keeps (a
+    run was given it by path, e.g. `kbm targets`' inputs): a witness found by any input is one."""
+    chosen = all_protocols()
+    names = {p.name for p in chosen}
+    return chosen + [load_protocol(n, stored=store.protocol_toml) for n in store.protocol_names() if n not in names]
 
 
 def installed() -> list[tuple[str, Protocol]]:
