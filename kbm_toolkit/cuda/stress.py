@@ -15,7 +15,8 @@ kernel's input checks run unstressed.
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 SOURCE = r"""
 // Scattered read-modify-writes over `scratch` (n floats) until *done reaches `gen`, or `fuse_ns`
@@ -112,10 +113,19 @@ def around_launch(spec_stress: str = "") -> MemoryStress | None:
     return _stress[0]
 
 
-def stop_quietly(stress: MemoryStress) -> None:
-    """Queue `stress`'s stop after a launch; nothing where the launch's own CUDA error killed the
-    context, and the stress with it (the launch's error is what the cell records)."""
+@contextmanager
+def beside(stress: MemoryStress | None) -> Iterator[None]:
+    """Queue what the block launches beside `stress` (`around_launch`'s; None: plainly): its start
+    before, its stop after, and no stop where the launch's own CUDA error killed the context, and
+    the stress with it (the launch's error is what the cell records)."""
+    if stress is None:
+        yield
+        return
+    stress.start()
     try:
-        stress.stop()
-    except Exception:  # noqa: BLE001
-        pass
+        yield
+    finally:
+        try:
+            stress.stop()
+        except Exception:  # noqa: BLE001
+            pass

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator
 
 from kbm_toolkit.cuda import redzone
-from kbm_toolkit.cuda.stress import around_launch, stop_quietly
+from kbm_toolkit.cuda.stress import around_launch, beside
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.first_kill import FirstKill, Settled
 from kbm_toolkit.judging import STRICT, Margin, margin_key
@@ -395,15 +395,10 @@ class _Timed:
             self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             self._events[0].record()
         redzone.begin()  # the buffers of this launch are the ones a cell's note counts
-        if stress is not None:
-            stress.start()
-        try:
+        with beside(stress):
             out = kernel.enqueue(built.model, built.inputs)
             if self._events is not None:
                 self._events[1].record()
-        finally:
-            if stress is not None:
-                stop_quietly(stress)
         self.host_s = time.perf_counter() - start
         return out
 

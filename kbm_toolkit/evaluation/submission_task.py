@@ -23,7 +23,7 @@ import time
 from typing import Any, Generator, Iterator
 
 from kbm_toolkit.analysis.submissions import NO_TEST
-from kbm_toolkit.cuda.stress import around_launch, stop_quietly
+from kbm_toolkit.cuda.stress import around_launch, beside
 from kbm_toolkit.evaluation.cell_task import Built, compared, cuda_error, other_references, unusable
 from kbm_toolkit.judging import STRICT, Margin
 from kbm_toolkit.problems.input_spec import InputSpec
@@ -234,13 +234,8 @@ class _SubmissionTask:
             stress = around_launch(spec.stress) if built.ref.is_cuda else None
             with torch.no_grad():
                 set_seed(spec.seed)
-                if stress is not None:
-                    stress.start()
-                try:
+                with beside(stress):
                     out = model(*built.inputs)
-                finally:
-                    if stress is not None:
-                        stop_quietly(stress)
             self._sync()  # an asynchronous error of its kernels surfaces here, charged to it
             cell["ms"] = (time.perf_counter() - start) * 1000
             cmp, margins = compared(out, built.ref, built.others, self.margins, self.references)
