@@ -43,6 +43,7 @@ from kbm_toolkit.paths import PACKAGE_DIR
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.store import Store, copy_store
 from kbm_toolkit.store.merge import MERGED
+from kbm_toolkit.store.shipped import _merge_supplement as merge_supplement  # as kbm unpacks a shipped store
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
            "duplicate_of", "compile_ms", "message", "diff", "arch", "created")
@@ -132,18 +133,18 @@ def make_supplement(source: Path, base: Path, packed: Path, work: Path) -> dict[
     conn.execute("pragma journal_mode=delete")
     conn.execute("vacuum")
     conn.close()
-    # the check: the base with this supplement merged in, as kbm unpacks them, is the source again
-    merged = Store(_unpacked(base, work / "merged.db"))
-    merged.merge(Store(target, readonly=True))
-    merged.close()
+    staged = work / "supplement.db.xz"
+    with open(target, "rb") as src, lzma.open(staged, "wb", preset=9 | lzma.PRESET_EXTREME) as dst:
+        shutil.copyfileobj(src, dst)
+    # the check: the base with the packed supplement merged in by kbm's own unpacking is the source again
+    merge_supplement(_unpacked(base, work / "merged.db"), staged)
     conn = sqlite3.connect(work / "merged.db")
     conn.execute("attach ? as source", [str(source)])
     lost = {**_differences(conn, "source", "main"), **_differences(conn, "main", "source")}
     conn.close()
     if lost:
         sys.exit(f"the base with the supplement merged in differs from {source}: {lost}")
-    with open(target, "rb") as src, lzma.open(packed, "wb", preset=9 | lzma.PRESET_EXTREME) as dst:
-        shutil.copyfileobj(src, dst)
+    shutil.move(staged, packed)
     return {t: n for t, n in kept.items() if n}
 
 
