@@ -191,3 +191,53 @@ def test_a_check_that_stopped_is_an_error_not_ok(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(reference_check, "check_references", lambda *a: {problem.key: "error: RuntimeError: boom"})
     [row] = reference_check.refcheck(Store(tmp_path / "kbm.db"), [problem], KB).rows
     assert row.verdict == "error" and row.raised == "the check stopped: error: RuntimeError: boom"
+
+
+# chaotic at fp32 resolution: one ulp of x in [0.5, 1) moves x * 1e7 by about 0.6, and its sine with it
+CHAOTIC = ("class Model(torch.nn.Module):\n    def forward(self, x):\n"
+           "        return torch.sin(x * 1e7)\n")
+
+
+def test_the_task_counts_positions_that_move_when_the_inputs_move_one_ulp(tmp_path: Path, demo: ProblemSet) -> None:
+    layer_norm = demo.get("demo/3")
+    [calm] = refcheck_task({"problem": layer_norm.record(), "device": "cpu", "tolerances": [1e-2, 1e-7],
+                            "specs": [KB.specs(layer_norm)[0].record()]})
+    assert calm["nudge_violations"]["0.01"] == 0 < calm["nudge_violations"]["1e-07"]  # it moves, by rounding's size
+    chaotic = _problem(tmp_path, "Chaotic", CHAOTIC)
+    rows = list(refcheck_task({"problem": chaotic.record(), "device": "cpu",
+                               "specs": [s.record() for s in KB.specs(chaotic)[:2]]}))
+    assert all(r["positions"] == 24 and r["nudge_violations"]["0.01"] > 12 for r in rows)
+    found = flags(KB, [chaotic], {r["input"]: r for r in rows})[chaotic.key]
+    assert found.startswith("the reference misses its fp64 evaluation by") and "when its inputs move one ulp)" in found
+
+
+def test_refcheck_reports_moved_positions_and_checks_an_older_check_again(tmp_path: Path) -> None:
+    from kbm_toolkit.evaluation.reference_check import refcheck
+
+    chaotic = _problem(tmp_path, "Chaotic", CHAOTIC)
+    store = Store(tmp_path / "kbm.db")
+    [row] = refcheck(store, [chaotic], KB).rows
+    assert row.verdict == "flag" and row.positions == 24 and 12 < row.moved <= 24
+    with store.db.conn:  # a check from before the nudge was counted
+        store.db.execute("update reference_checks set nudge_violations = null, run = 0")
+    [again] = refcheck(store, [chaotic], KB).rows
+    assert again.moved == row.moved and {r["run"] for r in store.db["reference_checks"].rows} != {0}
+
+
+def test_a_forward_that_rejects_the_moved_inputs_is_noted_not_checked_again(tmp_path: Path) -> None:
+    from kbm_toolkit.evaluation.reference_check import NUDGE_RAISED, refcheck
+    from kbm_toolkit.problems.problem import Problem
+
+    path = tmp_path / "1_Mask.py"  # a 0/1 mask: moved one ulp, no value is 0 or 1 any more
+    path.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, m):\n"
+                    "        assert bool((m * (1 - m) == 0).all()), 'not a mask'\n        return m * 2\n\n"
+                    "def get_inputs():\n    return [torch.rand(3, 8).round()]\n\ndef get_init_inputs():\n    return []\n")
+    mask = Problem("mine/1_Mask", "mine", 1, "Mask", path, "mine")
+    store = Store(tmp_path / "kbm.db")
+    [row] = refcheck(store, [mask], KB).rows
+    assert row.verdict == "ok" and row.moved is None and row.wrong == 0
+    notes = [r["note"] for r in store.db["reference_checks"].rows]
+    assert len(notes) == 5 and all(n.startswith(NUDGE_RAISED + ": AssertionError: not a mask") for n in notes)
+    runs = {r["run"] for r in store.db["reference_checks"].rows}
+    refcheck(store, [mask], KB)
+    assert {r["run"] for r in store.db["reference_checks"].rows} == runs  # noted, so not made again

@@ -27,6 +27,15 @@ def wrong_positions(check: dict[str, Any], tolerance: float) -> tuple[int, int] 
     return int(counted[f"{tolerance:g}"]), int(check["positions"])
 
 
+def moved_positions(check: dict[str, Any], tolerance: float) -> tuple[int, int] | None:
+    """(positions where the fp32 reference moves past `tolerance` when its floating inputs move one
+    ulp, positions) from a stored reference check, where it counted them; None where it did not."""
+    counted = check.get("nudge_violations") or {}
+    if f"{tolerance:g}" not in counted or check.get("positions") is None:
+        return None
+    return int(counted[f"{tolerance:g}"]), int(check["positions"])
+
+
 def flags(protocol: Protocol, problems: Iterable[Problem], checks: dict[str, dict[str, Any]],
           tolerance: float | None = None, input_checks: dict[str, dict[str, dict[str, Any]]] | None = None
           ) -> dict[str, str]:
@@ -52,9 +61,11 @@ def flags(protocol: Protocol, problems: Iterable[Problem], checks: dict[str, dic
         worst = max(((checks[s.id].get("fp64_margin") or 0.0, s.label, checks[s.id]) for s in specs if s.id in checks),
                     default=None, key=lambda w: w[:2])
         if worst is not None and worst[0] > t:
-            wrong = wrong_positions(worst[2], t)
+            wrong, moved = wrong_positions(worst[2], t), moved_positions(worst[2], t)
             out[problem.key] = (f"the reference misses its fp64 evaluation by {worst[0]:.1e} > {t:g} ({worst[1]}"
-                                + (f"; {wrong[0]:,} of {wrong[1]:,} positions" if wrong else "") + ")")
+                                + (f"; {wrong[0]:,} of {wrong[1]:,} positions" if wrong else "")
+                                + (f"; {moved[0]:,} move past {t:g} when its inputs move one ulp" if moved and moved[0]
+                                   else "") + ")")
             continue
         sums = {checks[s.id]["output_checksum"] for s in specs if (checks.get(s.id) or {}).get("output_checksum")}
         checked = sum(1 for s in specs if (checks.get(s.id) or {}).get("output_checksum"))

@@ -133,7 +133,8 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
 
     Evaluates each problem's reference in fp32 and in fp64 on the protocol's inputs (on the GPU
     when there is one, else on the CPU) and flags problems whose fp32 reference misses fp64 by more
-    than the tolerance (with how many output positions it gets wrong at that tolerance), problems
+    than the tolerance (with how many output positions it gets wrong at that tolerance, and how
+    many move past it when every floating input moves one ulp: rounding-sized changes), problems
     whose output is within the tolerance of zero on every input (an all-zeros kernel passes), and
     problems whose output is the same, bit for bit, on every input (it ignores its input). `kbm audit` leaves flagged problems out of its scores and lists
     them. A problem whose reference raises is an error, not `ok`: nothing was checked there (exit
@@ -156,6 +157,7 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
                    f"{result.device.upper()}:")
         for r in result.rows:
             wrong = f", {r.wrong:,} of {r.positions:,} positions wrong" if r.wrong is not None else ""
+            wrong += f", {r.moved:,} move past it when the inputs move one ulp" if r.moved is not None else ""
             click.echo(f"{r.verdict:<5} {r.problem:<48} " + (r.raised if r.verdict == "error" else
                        f"{r.inputs} inputs, fp64 margin {r.worst_fp64_margin:.1e}{wrong}, max |ref| {r.largest_ref:.1e}"
                        + (f": {r.flag}" if r.verdict == "flag" else "")))

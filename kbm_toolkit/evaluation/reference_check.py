@@ -1,8 +1,11 @@
 """`kbm refcheck`: each problem's fp32 reference against its own fp64 evaluation, in a worker.
 
 Per input: the worst margin, how many output positions the fp32 reference gets wrong against
-fp64 at each installed protocol's tolerance, and a checksum of its output (the same output on
-every input: the problem ignores its input). What makes a problem unrefereeable
+fp64 at each installed protocol's tolerance, how many of its positions move by more than each
+tolerance when every floating input moves one unit in the last place (the size of the error any
+fp32 implementation makes in its inputs' terms, so a problem that moves that far cannot be
+refereed by comparing fp32 kernels), and a checksum of its output (the same output on every
+input: the problem ignores its input). What makes a problem unrefereeable
 (`analysis.refereeability`) is decided from what this stores.
 """
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from kbm_toolkit.analysis.refereeability import flags, wrong_positions
+from kbm_toolkit.analysis.refereeability import flags, moved_positions, wrong_positions
 from kbm_toolkit.evaluation import device as devices
 from kbm_toolkit.evaluation.driver import PHASE_TIMEOUT_S
 from kbm_toolkit.evaluation.workers import Worker
@@ -26,6 +29,8 @@ RAISED = "reference raised"
 """How a stored check whose reference raised begins its note: reported as an error, and tried again."""
 NOT_FLOATING = "reference output is not a floating tensor"
 """How a stored check of an exact (integer) output begins its note: nothing more to measure there."""
+NUDGE_RAISED = "the reference raised on its inputs moved one ulp"
+"""How a stored check's note says the nudged forward raised: nothing counted there, not tried again."""
 TOLERANCES = (1e-2, 1e-3, 1e-4)
 """Tolerances the positions are counted at when a task names none: those of kbm's built-in protocols."""
 
@@ -45,10 +50,19 @@ def violations(exact: Any, ref: Any, tolerances: Any) -> dict[str, int]:
     return {f"{t:g}": int((diff > scale * t).sum()) + always for t in sorted(tolerances, reverse=True)}
 
 
+def nudged(inputs: list[Any]) -> list[Any]:
+    """The inputs with every floating value moved one representable value up (toward +inf)."""
+    import torch
+
+    return [torch.nextafter(v, torch.full_like(v, float("inf"))) if isinstance(v, torch.Tensor) and v.is_floating_point()
+            else v for v in inputs]
+
+
 def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Yield, per input spec, the fp32 reference's margin against its fp64 evaluation, max |ref|,
-    the positions it misses fp64 at at each of `tolerances` (allclose, atol = rtol), and the
-    checksum of its output."""
+    the positions it misses fp64 at at each of `tolerances` (allclose, atol = rtol), the positions
+    where it moves past each tolerance when its floating inputs move one ulp, and the checksum of
+    its output."""
     import torch
 
     from kbm_toolkit.cuda.checksum import Watch
@@ -81,13 +95,23 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         spec_inputs(spec, models[spec.model_key][0], device)
         exact = run_fp64(doubles[spec.model_key], inputs)
         cmp = compare(exact, ref.double())
+        tolerances = task.get("tolerances", TOLERANCES)
         row.update(fp64_margin=cmp.margin, ref_abs_max=float(ref.abs().max()) if ref.numel() else 0.0,
                    positions=ref.numel(), output_checksum=f"{Watch([ref]).sums[0]:016x}" if ref.numel() else "",
-                   violations=violations(exact, ref, task.get("tolerances", TOLERANCES)))
-        if cmp.outcome.value != "pass":
-            row["note"] = f"the fp32 reference is {cmp.outcome.value} where fp64 is not"
+                   violations=violations(exact, ref, tolerances))
+        notes = [f"the fp32 reference is {cmp.outcome.value} where fp64 is not"] if cmp.outcome.value != "pass" else []
+        del exact, inputs
+        try:  # drawn again, as for fp64: a forward that draws finds its generators as the first forward did
+            with torch.no_grad():
+                moved = model(*nudged(spec_inputs(spec, models[spec.model_key][0], device)))
+            row["nudge_violations"] = violations(ref.double(), moved, tolerances)
+            del moved
+        except Exception as e:
+            notes.append(f"{NUDGE_RAISED}: {type(e).__name__}: {str(e)[:200]}")
+        if notes:
+            row["note"] = "; ".join(notes)
         yield row
-        del inputs, ref, exact
+        del ref
 
 
 def check_references(store: Any, problems: list[Problem], protocol: Protocol, env: dict[str, Any]) -> dict[str, str]:
@@ -95,9 +119,10 @@ def check_references(store: Any, problems: list[Problem], protocol: Protocol, en
     device = "cuda" if env.get("cuda") else "cpu"
     run_id = store.start_run(RunKind.REFCHECK, env)
     # checked again: a reference that raised (a package installed since, the file edited), and a
-    # check from before refcheck counted positions and took checksums
+    # check from before refcheck counted positions, took checksums and moved the inputs one ulp
     done = {i for i, r in store.reference_checks().items()
-            if (r["note"] or "").startswith(NOT_FLOATING) or r["violations"] is not None}
+            if (r["note"] or "").startswith(NOT_FLOATING)
+            or (r["violations"] is not None and (r["nudge_violations"] is not None or NUDGE_RAISED in (r["note"] or "")))}
     tolerances = sorted({p.tolerance for p in all_protocols()} | {protocol.tolerance})
     failed: dict[str, str] = {}
     with Worker(TARGET) as worker:
@@ -136,6 +161,9 @@ class RefcheckRow:
     its worst input (None: no check counted them)."""
     positions: int | None = None
     """The output positions of that input."""
+    moved: int | None = None
+    """Output positions the fp32 reference moves by more than the protocol's tolerance when its
+    floating inputs move one ulp, on its worst input (None: no check counted them)."""
 
     @property
     def verdict(self) -> str:
@@ -169,8 +197,8 @@ def refcheck(store: Any, problems: list[Problem], protocol: Protocol) -> Refchec
             why = f"the check stopped: {stopped[problem.key]}"
         counted = [c for c in (wrong_positions(r, protocol.tolerance) for r in mine) if c is not None]
         worst = max(counted, default=None)
+        moved = [c[0] for c in (moved_positions(r, protocol.tolerance) for r in mine) if c is not None]
         rows.append(RefcheckRow(problem.key, len(mine), max((r["fp64_margin"] or 0.0 for r in mine), default=0.0),
                                 max((r["ref_abs_max"] or 0.0 for r in mine), default=0.0), flagged.get(problem.key, ""),
-                                why,
-                                *(worst or (None, None))))
+                                why, *(worst or (None, None)), max(moved, default=None)))
     return Refcheck(protocol, "cuda" if env.get("cuda") else "cpu", rows, stopped)

@@ -28,13 +28,16 @@ class KillMatrix(Tables):
 
     def record_reference_check(self, run_id: int, row: dict[str, Any]) -> None:
         """The fp32 reference against its fp64 evaluation on one input (kbm refcheck): its margin,
-        the positions it gets wrong at each tolerance, and its output's checksum."""
+        the positions it gets wrong at each tolerance, those it moves past each tolerance when its
+        inputs move one ulp, and its output's checksum."""
         with self.db.conn:
             self.db["reference_checks"].upsert({
                 "input": row["input"], "run": run_id, "device": row.get("device"),
                 "fp64_margin": finite_or_none(row.get("fp64_margin")), "ref_abs_max": row.get("ref_abs_max"),
                 "note": row.get("note"), "positions": row.get("positions"),
                 "violations": json.dumps(row["violations"], sort_keys=True) if row.get("violations") is not None else None,
+                "nudge_violations": (json.dumps(row["nudge_violations"], sort_keys=True)
+                                     if row.get("nudge_violations") is not None else None),
                 "output_checksum": row.get("output_checksum")}, pk="input")
 
     def reference_checks(self) -> dict[str, dict[str, Any]]:
@@ -44,7 +47,8 @@ class KillMatrix(Tables):
             return float("inf") if off else r["fp64_margin"]
 
         return {r["input"]: {**r, "fp64_margin": margin(r),
-                             "violations": json.loads(r["violations"]) if r.get("violations") else None}
+                             "violations": json.loads(r["violations"]) if r.get("violations") else None,
+                             "nudge_violations": json.loads(r["nudge_violations"]) if r.get("nudge_violations") else None}
                 for r in self.db["reference_checks"].rows}
 
     def record_input_check(self, substrate_hash: str, run_id: int, check: dict[str, Any]) -> None:

@@ -219,3 +219,11 @@ def m019_protocols(db: sqlite_utils.Database) -> None:
     # protocols given by path to `kbm run` or emitted by `kbm targets`, their protocol.toml as text:
     # an audit names them after their folder is gone, and a store carries the protocols of its cells
     db["protocols"].create({"name": str, "toml": str, "source": str, "recorded": str}, pk="name")
+
+
+@migration
+def m020_reference_nudges(db: sqlite_utils.Database) -> None:
+    # kbm refcheck: how many output positions the fp32 reference moves past each tolerance when its
+    # floating inputs move one ulp ({"0.01": n, ...} of `positions`): an output that moves that far
+    # under rounding-sized changes cannot be refereed by any fp32 kernel; NULL for checks made before
+    db["reference_checks"].add_column("nudge_violations", str)
