@@ -417,3 +417,22 @@ def test_a_made_supplement_gives_back_the_store_it_was_made_from(tmp_path: Path,
     refused = make(source)
     assert refused.returncode != 0 and "a supplement can only add rows" in refused.stderr
     assert "1 cells" in refused.stderr
+
+
+def test_unpacking_a_new_copy_leaves_two_copies_of_that_store_and_no_others_touched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("KBM_CACHE", str(tmp_path))
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    old = [folder / f"demo-{i:016x}-m18.db" for i in range(3)]  # earlier kbms' copies, oldest first
+    for age, path in enumerate(old):
+        path.write_bytes(b"x")
+        os.utime(path, ns=(10**18 + age, 10**18 + age))
+    (folder / f"demo-{0:016x}-m18.db-wal").write_bytes(b"x")
+    others = [folder / f"kernelbench-level3-{0:016x}-m18.db", folder / "demo-notes.txt"]
+    for path in others:
+        path.write_bytes(b"x")
+    new = shipped_store_path("demo")
+    assert sorted(f.name for f in folder.iterdir()) == sorted([new.name, old[2].name] + [p.name for p in others])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -30,6 +31,10 @@ SHIPPED_STORES = {"kernelbench": "the KernelBench pool, the default for reports"
                   "demo": "the built-in problems' pool",
                   "kernelbench-level3": "KernelBench's level 3, a share evaluated"}
 """Stores made by kbm's own pipeline on an H200 that ship, xz-packed, in `kbm_toolkit/data/`."""
+
+KEPT_COPIES = 2
+"""Unpacked copies of one shipped store a cache folder keeps: the one unpacked last and the one
+before it (another kbm installed beside this one), so upgrades do not pile up copies of the pool."""
 
 DEFAULT_SHIPPED = "kernelbench"
 """The shipped store reports read while your own has nothing to show."""
@@ -66,10 +71,25 @@ def shipped_store_path(name: str = DEFAULT_SHIPPED) -> Path:
                 partial.unlink(missing_ok=True)
                 raise
             os.replace(partial, target)  # atomic: a concurrent reader never sees half a file
+            _prune(folder, name)
             return target
         except OSError:
             continue  # e.g. a read-only cache folder: try the next one
     raise OSError(f"cannot unpack {packed}: no writable cache folder")
+
+
+def _prune(folder: Path, name: str) -> None:
+    """Remove all but the `KEPT_COPIES` newest unpacked copies of store `name` in `folder`: each is
+    made again from the package when some kbm asks for it, and a reader that has one open keeps it."""
+    copy = re.compile(rf"{re.escape(name)}-[0-9a-f]{{16}}-m\d+\.db")
+    copies = sorted((f for f in folder.iterdir() if copy.fullmatch(f.name)), key=lambda f: f.stat().st_mtime_ns,
+                    reverse=True)
+    for stale in copies[KEPT_COPIES:]:
+        for path in (stale, stale.with_name(stale.name + "-wal"), stale.with_name(stale.name + "-shm")):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # e.g. a file another process holds open where that forbids unlinking
+                pass
 
 
 def supplements(name: str = DEFAULT_SHIPPED) -> list[Path]:
