@@ -83,6 +83,7 @@ def test_refcheck_command_stores_checks_resumes_and_the_audit_reads_them(tmp_pat
     first = runner.invoke(cli, ["--store", str(db), "refcheck", "-a", "kernelbench", "demo/1", "demo/2"])
     assert first.exit_code == 0, first.output
     assert "ok    demo/1_LeakyReLU" in first.output and "flag  demo/2_Softmax" in first.output
+    assert "positions wrong: 0 of 65,536 (its inputs moved one ulp: 0 move past 0.01)" in first.output
     stored = Store(db).db["reference_checks"].count
     assert stored == 10
     again = runner.invoke(cli, ["--store", str(db), "refcheck", "-a", "kernelbench", "demo/1", "demo/2"])

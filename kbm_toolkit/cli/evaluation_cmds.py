@@ -156,8 +156,11 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
         click.echo(f"{protocol.name} at {protocol.tolerance:g}, references in fp32 against fp64 on the "
                    f"{result.device.upper()}:")
         for r in result.rows:
-            wrong = f", {r.wrong:,} of {r.positions:,} positions wrong" if r.wrong is not None else ""
-            wrong += f", {r.moved:,} move past it when the inputs move one ulp" if r.moved is not None else ""
+            # the most on any one input ("up to"): the flag's reason names the input with the worst margin
+            wrong = "" if r.wrong is None else (
+                f", positions wrong: {_up_to(r.wrong)} of {r.positions:,}"
+                + (f" (its inputs moved one ulp: {_up_to(r.moved)} move past {protocol.tolerance:g})" if r.moved is not None
+                   else ""))
             click.echo(f"{r.verdict:<5} {r.problem:<48} " + (r.raised if r.verdict == "error" else
                        f"{r.inputs} inputs, fp64 margin {r.worst_fp64_margin:.1e}{wrong}, max |ref| {r.largest_ref:.1e}"
                        + (f": {r.flag}" if r.verdict == "flag" else "")))
@@ -169,6 +172,11 @@ def refcheck(obj: Context, problems: tuple[str, ...], adapter: str, level: str |
         click.echo(f"Error: the reference raised on {len(errors)} problems ({errors[0].problem}: {errors[0].raised})",
                    err=True)
         sys.exit(ExitCode.BAD_INPUT)
+
+
+def _up_to(count: int) -> str:
+    """A count that is the most on any one input."""
+    return f"up to {count:,}" if count else "0"
 
 
 @command()
