@@ -6,8 +6,9 @@
 Against the official check (`kernelbench`), over `kbm audit`'s default denominator (every built-in
 protocol and every one the store keeps, e.g. `kb-targets`; `--builtin`: the built-in ones alone):
 the miss rate with the vacuous problems included, the witnessed share of the distinct mutants,
-the per-problem miss rates (median, percentiles, the worst ten), the thread/block index swaps and
-the stride and transposed-access rules among the indexing mutants, boundary without its grid
+the mutants only one denominator protocol witnesses, the per-problem miss rates (median,
+percentiles, the worst ten), the thread/block index swaps, the stride and transposed-access rules
+and the rest among the indexing mutants, boundary without its grid
 rounding rule, and the precision misses by rule.
 """
 
@@ -68,6 +69,13 @@ def main() -> None:
     print(f"witnessed {sum(len(w) for w in seen.values()):,} of {sum(len(m.mutants) for m in kept):,} "
           "distinct mutants of the refereeable problems")
 
+    alone = {p.name: scored(official, kept, [p], accounting=accounting)[2] for p in denominator}
+    sole = {name: sum(len(w - set().union(*(alone[o].get(k, set()) for o in alone if o != name)))
+                      for k, w in seen_by.items())
+            for name, seen_by in alone.items()}
+    print("witnessed by one protocol alone: " + ", ".join(f"{n} {c:,}" for n, c in sorted(sole.items(), key=lambda x: -x[1])
+                                                          if c))
+
     rates = sorted((100 * len(w - caught.get(k, set())) / len(w), k, len(w))
                    for k, w in seen.items() if len(w) >= MIN_WITNESSED)
     values = [r for r, _, _ in rates]
@@ -93,6 +101,8 @@ def main() -> None:
     for what, rules in (("swap indices", INDEX_SWAPS), ("confuse a stride or transpose", INDEX_STRIDES)):
         n, lost = share("indexing", rules)
         print(f"indexing: {n:,} of {indexing:,} witnessed {what}, missed at {100 * lost / max(n, 1):.1f}%")
+    n, lost = share("indexing", leave_out=INDEX_SWAPS | INDEX_STRIDES)
+    print(f"indexing: the other {n:,} witnessed missed at {100 * lost / max(n, 1):.1f}%")
     n, lost = share("boundary", leave_out={GRID_FLOOR})
     grid, grid_lost = share("boundary", {GRID_FLOOR})
     print(f"boundary: {GRID_FLOOR} {grid_lost} missed of {grid} witnessed; without it {100 * lost / max(n, 1):.1f}% "

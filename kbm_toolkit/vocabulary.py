@@ -68,6 +68,10 @@ class Accounting(Word):
 STOPPING_OUTCOMES = (Outcome.CRASH, Outcome.TIMEOUT)
 """Cell outcomes after which a mutant is not run on its problem's other inputs."""
 
+REFERENCE_RAISED = "reference raised"
+"""How a stored check's note begins where the reference raised on the input: the input tests
+nothing, and the next run or refcheck tries it again."""
+
 
 class GateStatus(Word):
     """The gate's verdict on a substrate."""

@@ -231,7 +231,7 @@ def test_a_fail_under_that_trips_says_why_in_one_line(runner: CliRunner) -> None
     report = json.loads(result.stdout)
     assert only_line(result) == (f"--fail-under 99: kbv detects {report['detection_pct']:.1f}% of "
                                  f"{report['witnessed']:,} mutants witnessed at 0.001 by any of fuzz, fuzz-shapes, kbv, "
-                                 "kbv-reconstructed, kernelbench, kernelbench-head, kernelbench-stress "
+                                 "kbv-reconstructed, kernelbench, kernelbench-head, kernelbench-stress, probe "
                                  "(the paper's accounting), below 99%")
 
 

@@ -29,7 +29,7 @@ def test_builtin_adapters_are_found_in_an_uninstalled_source_tree(monkeypatch: p
     import kbm_toolkit.protocols.registry as plugins
 
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
-    assert plugins.adapter_names() == ["fuzz", "kbv", "kernelbench", "stress"]
+    assert plugins.adapter_names() == ["fuzz", "kbv", "kernelbench", "probe", "stress"]
     assert load_protocol("fuzz-shapes").name == "fuzz-shapes"
     assert load_protocol("kernelbench-stress").name == "kernelbench-stress"  # the kb-stress step's, on the GPU box
 

@@ -22,7 +22,9 @@ own): `_as_recorded_format` puts the new text back in the record's words and che
 that every figure the record lacks the room for agrees with one it has.
 
 fuzz-shapes has since left out the inputs that grow a size past twice its official value
-(`max_growth`); the record's fuzz-shapes had them, and so it has here."""
+(`max_growth`); the record's fuzz-shapes had them, and so it has here. The probe, the input every
+run screens each mutant on, has since become a protocol (`probe`), so its kills are witnesses; the
+record had no such protocol, and here none is installed."""
 
 from __future__ import annotations
 
@@ -59,6 +61,15 @@ def fuzz_shapes_as_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
         return make(self, problem)
 
     monkeypatch.setattr(Protocol, "_make_specs", uncapped)
+
+
+@pytest.fixture(autouse=True)
+def no_probe_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed protocols as the record's: without `probe`."""
+    from kbm_toolkit.protocols import registry
+
+    listed = registry.installed
+    monkeypatch.setattr(registry, "installed", lambda: [(a, p) for a, p in listed() if p.name != "probe"])
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from kbm_toolkit.judging import STRICT, Margin, margin_key
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate
-from kbm_toolkit.vocabulary import Outcome, RecordKind
+from kbm_toolkit.vocabulary import REFERENCE_RAISED, Outcome, RecordKind
 
 Records = Generator[dict[str, Any], None, Any]
 """A step of the task: the records it yields, and what it returns to the step above."""
@@ -524,7 +524,7 @@ class _CellTask:
                 # unless the context is gone (an earlier mutant's stray write) or memory ran out: not the input's
                 if cuda_error(e) or isinstance(e, torch.OutOfMemoryError):
                     raise
-                check["note"] = f"reference raised {_said(e, 200)}"
+                check["note"] = f"{REFERENCE_RAISED} {_said(e, 200)}"
                 yield check
                 return None
             why = unusable(ref)

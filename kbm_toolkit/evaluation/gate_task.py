@@ -17,6 +17,7 @@ from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.seeds import OFFICIAL_TRIALS
 from kbm_toolkit.problems.substrate import Substrate
+from kbm_toolkit.vocabulary import REFERENCE_RAISED
 
 Built = tuple[Any, list[Any], Any]
 """One gate input, built: the reference model, its inputs, and the reference's output."""
@@ -90,7 +91,7 @@ def _reference(problem: Problem, spec: InputSpec, built: dict[tuple, tuple[Any, 
         row.note = f"reference unusable: {e.message}"
         return None
     except Exception as e:  # the reference may reject an odd shape: not the substrate's fault
-        row.note = f"reference raised {type(e).__name__}: {str(e)[:160]}"
+        row.note = f"{REFERENCE_RAISED} {type(e).__name__}: {str(e)[:160]}"
         return None
     if isinstance(ref, torch.Tensor) and ref.is_floating_point() and not bool(torch.isfinite(ref).all()):
         row.note = "reference is non-finite on this input"

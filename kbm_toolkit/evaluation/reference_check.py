@@ -22,10 +22,10 @@ from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import all_protocols
-from kbm_toolkit.vocabulary import RunKind
+from kbm_toolkit.vocabulary import REFERENCE_RAISED, RunKind
 
 TARGET = "kbm_toolkit.evaluation.reference_check:refcheck_task"
-RAISED = "reference raised"
+RAISED = REFERENCE_RAISED
 """How a stored check whose reference raised begins its note: reported as an error, and tried again."""
 NOT_FLOATING = "reference output is not a floating tensor"
 """How a stored check of an exact (integer) output begins its note: nothing more to measure there."""

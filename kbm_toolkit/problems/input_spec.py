@@ -67,6 +67,11 @@ def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
 
 
+def _hashable(value: Any) -> Any:
+    """`value` with every list a tuple, so that it can key a cache."""
+    return tuple(_hashable(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
 @dataclass(frozen=True)
 class InputSpec:
     """How to build one input: a base draw, then transforms, under module-constant overrides."""
@@ -149,8 +154,9 @@ class InputSpec:
 
     @property
     def model_key(self) -> tuple:
-        """What the model depends on: the shape overrides and the parameter init."""
-        return (self.shape, self.reinit)
+        """What the model depends on: the shape overrides and the parameter init (hashable: a
+        list-valued override, `input_shape = [37, 5]`, as a tuple)."""
+        return (tuple((name, _hashable(value)) for name, value in self.shape), self.reinit)
 
 
 def official_specs(problem: Problem, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:

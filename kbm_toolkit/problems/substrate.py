@@ -104,6 +104,13 @@ class Substrate:
             raise SubstrateError("[gate] shapes must be a list of tables", path)
         return shapes
 
+    @property
+    def probe_shape(self) -> dict[str, Any] | None:
+        """The probe's overrides: the smallest gate shape (by the sum of its integer sizes); None
+        (the official sizes) when the substrate declares none."""
+        ranked = sorted(self.gate_shapes, key=lambda s: sum(v for v in s.values() if isinstance(v, int)))
+        return ranked[0] if ranked else None
+
 
 def substrates_root() -> Path:
     """The shipped `substrates/` folder."""

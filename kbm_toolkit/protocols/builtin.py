@@ -25,3 +25,8 @@ def fuzz() -> Path:
 def stress() -> Path:
     """The official trials again beside memory stress (`kernelbench-stress`): races a quiet GPU hides."""
     return data_dir("adapters") / "stress"
+
+
+def probe() -> Path:
+    """kbm's screening input as a protocol (`probe`): its kills are witnesses like any input's."""
+    return data_dir("adapters") / "probe"

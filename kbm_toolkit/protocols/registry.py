@@ -20,7 +20,7 @@ from kbm_toolkit.protocols.protocol import Protocol, ProtocolError, load_protoco
 
 GROUP = "kbm.adapters"
 
-BUILT_IN = ("kernelbench", "kbv", "fuzz", "stress")
+BUILT_IN = ("kernelbench", "kbv", "fuzz", "stress", "probe")
 """Adapters that ship with kbm: registered by its own entry points, and found without them when
 kbm runs from a source tree that was never installed (as on a GPU box with no package index)."""
 
