@@ -190,3 +190,33 @@ def test_kbm_run_finds_a_kept_protocol_by_name_for_inputs_and_survivors(tmp_path
     assert [p.name for p in options.first_kill] == ["kept"] and options.only is not None
     missing = runner.invoke(cli, ["--store", str(store), "run", "--inputs", "other", "--level", "demo"])
     assert missing.exit_code != 0 and "no input source 'other'" in missing.output
+
+
+@pytest.mark.parametrize("note, checked_again", [
+    ("reference raised TypeError: unhashable type: 'list'", True),  # maybe kbm's own fault, since fixed
+    ("reference is non-finite on this input", False),              # the input's own: it stands
+])
+def test_targets_check_an_input_whose_reference_raised_again(tmp_path: Path, demo: ProblemSet,
+                                                              monkeypatch: pytest.MonkeyPatch, note: str,
+                                                              checked_again: bool) -> None:
+    from kbm_toolkit.evaluation import target_checks
+    from kbm_toolkit.problems.substrate import substrate_for
+    from kbm_toolkit.store import Store
+
+    problem = demo.get("demo/1")
+    store = Store(tmp_path / "kbm.db")
+    store.record_problem(problem)
+    sh = substrate_for(problem).content_hash
+    probes = ceiling_probes(problem)
+    generated = targeted_specs(problem, ceiling({s.id: {"valid": True, "margin": 1e-6} for s in probes}, probes, 1e-2),
+                               substrate_for(problem).gate_shapes, 1)
+    store.record_inputs(probes + generated, "targets")
+    run = store.start_run("evaluate", {"gpu": "test GPU"})
+    for spec in probes + generated:
+        store.record_input_check(sh, run, {"input": spec.id, "valid": True, "outcome": "pass", "margin": 1e-6})
+    store.record_input_check(sh, run, {"input": generated[0].id, "valid": False, "note": note})
+    asked: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(target_checks, "run_evaluation",
+                        lambda _store, todo, _specs, source, *rest: asked.append((source, [p.key for p in todo])))
+    target_checks.make_targets(store, [problem], tmp_path / "t", {"cuda": True, "gpu": "test GPU", "arch": "sm_90"})
+    assert asked == ([("targets", [problem.key])] if checked_again else [])

@@ -67,6 +67,13 @@ class StoredProgress:
     """Valid inputs of the run stored without some of its margins: their stored margin and max_abs."""
 
 
+def check_again(check: dict[str, Any]) -> bool:
+    """Whether a run checks a stored input again: its reference raised there, and the cause may be
+    kbm's own, since fixed (a list-valued size once raised in every reference), or a package since
+    installed; any other verdict stands."""
+    return not check["valid"] and (check.get("note") or "").startswith(REFERENCE_RAISED)
+
+
 def probe_spec(problem: Problem, substrate: Substrate) -> InputSpec:
     """A tiny input: the smallest shape the substrate declares for its gate, else the official one
     (the built-in `probe` protocol's one input, so its cells are witnesses like any other)."""
@@ -111,10 +118,7 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
     `margins`, which valid inputs of `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
     done = set(stored)
-    # an input whose reference raised is checked again: the cause may be kbm's, since fixed (a
-    # list-valued shape override once raised in every reference), or a package since installed
-    checks = {i: c for i, c in store.checked_inputs(problem.key, sh).items()
-              if c["valid"] or not (c.get("note") or "").startswith(REFERENCE_RAISED)}
+    checks = {i: c for i, c in store.checked_inputs(problem.key, sh).items() if not check_again(c)}
     invalid = {i for i, c in checks.items() if not c["valid"]}
     done |= {(m, i) for m in rows for i in invalid}
     settled = None

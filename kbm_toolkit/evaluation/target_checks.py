@@ -15,6 +15,7 @@ from typing import Any, Callable
 from kbm_toolkit.analysis.matrix import valid_at
 from kbm_toolkit.analysis.targets import ceiling, ceiling_probes, emit_targets, targeted_specs
 from kbm_toolkit.evaluation.options import RunOptions
+from kbm_toolkit.evaluation.plan import check_again
 from kbm_toolkit.evaluation.run import run_evaluation
 from kbm_toolkit.outputs import output_file
 from kbm_toolkit.problems.input_spec import InputSpec
@@ -51,7 +52,11 @@ def make_targets(store: Any, problems: list[Problem], folder: Path, env: dict[st
         return store.checked_inputs(problem.key, hashes[problem.key])
 
     def check_on_gpu(what: str, specs_for: Callable[[Problem], list[InputSpec]], source: str) -> None:
-        todo = [p for p in problems if any(s.id not in checks_of(p) for s in specs_for(p))]
+        def unsettled(problem: Problem) -> bool:  # an input with no check, or one to make again
+            checks = checks_of(problem)
+            return any(s.id not in checks or check_again(checks[s.id]) for s in specs_for(problem))
+
+        todo = [p for p in problems if unsettled(p)]
         if todo and env.get("cuda"):  # every problem in one run: warm workers, every visible GPU
             if on_step:
                 on_step(f"{what} of {len(todo)} problems on {env['gpu']}...")
