@@ -40,6 +40,8 @@
 #                                           .kbm/l3-unplaced.db.xz, against the placed ones' survival)
 #                                           kb-stress (issue 29: kernelbench-stress's stressed trials on the
 #                                           official check's survivors of DEEP_SAMPLE, resumable like kb-deep)
+#                                           list-shapes (the inputs a list-valued size broke: gate, probe and
+#                                           targeted inputs again on the kb and level-3 stores)
 #                                           redzones (issue 29: the equivalence candidates of the store's share
 #                                           again on the targeted inputs, KBM_REDZONES=1; dev/redzones.py)
 # Logs go to $OUT/logs.tgz, stores to $OUT (the kb steps' store as kb.db.xz); a gate step stops itself before the call's limit
@@ -353,6 +355,31 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 run --inputs kernelbench-stress --survivors-of kernelbench --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
                 --workers "${WORKERS:-2}" > "$OUT/logs/kb-stress.txt" 2>&1
             echo "kernelbench-stress on kernelbench's survivors: exit $?; $(ending "$OUT/logs/kb-stress.txt")" ;;
+        list-shapes)  # the inputs a list-valued size once broke in every reference (docs/kernelbench-pool.md, "A fault
+                      # of kbm's own"), on the kb store and the level-3 store: each problem gated again, the probe
+                      # run on all its mutants, its targeted inputs checked again and run on kernelbench's survivors
+            kb_store; l3_store
+            for db in "$KB_STORE" /tmp/l3-live.db; do
+                tag=$(basename "$db" .db)
+                problems=$(python3 -c 'import sqlite3, sys; print(" ".join(sorted({r[0] for r in sqlite3.connect(sys.argv[1]).execute(
+                    "select problem from gate_inputs where note like ? union select i.problem from input_checks k "
+                    "join inputs i on i.id = k.input where k.note like ?", ["%unhashable%"] * 2)})))' "$db")
+                [ -z "$problems" ] && { echo "$tag: no input a list-valued size broke"; continue; }
+                # the whole protocol again, never a few problems' (it replaces the one the store keeps)
+                emit=.kbm/kb-targets; level=(); [ "$db" = /tmp/l3-live.db ] && { emit=.kbm/l3-targets; level=(--level level3); }
+                kbm_l=(python3 -m kbm_toolkit --store "$db" --kernelbench third_party/KernelBench
+                       --kbv third_party/kernel_bench_verified)  # an array: `timeout` runs only programs
+                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" gate $problems > "$OUT/logs/list-gate-$tag.txt" 2>&1
+                echo "$tag gate again: exit $?; $(grep -c ': passed' "$OUT/logs/list-gate-$tag.txt") passed of $(wc -w <<< "$problems")"
+                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" run --inputs probe --workers "${WORKERS:-2}" $problems \
+                    > "$OUT/logs/list-probe-$tag.txt" 2>&1
+                echo "$tag probe: exit $?; $(ending "$OUT/logs/list-probe-$tag.txt")"
+                stop_at "$(( $(left) - 60 ))" "${kbm_l[@]}" targets "${level[@]}" --out "$emit" > "$OUT/logs/list-targets-$tag.txt" 2>&1
+                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" run --inputs "$emit" --survivors-of kernelbench --first-kill \
+                    --workers "${WORKERS:-2}" $problems > "$OUT/logs/list-run-$tag.txt" 2>&1
+                echo "$tag targets on kernelbench's survivors: exit $?; $(ending "$OUT/logs/list-run-$tag.txt")"
+            done
+            l3_pack ;;
         redzones)  # issue 29: the equivalence candidates of the store's DEEP_SAMPLE share (default 0.1) measured again
                    # on the targeted inputs with KBM_REDZONES=1, in a narrowed copy (dev/redzones.py); the copy comes
                    # back as rz.db.xz, and a carried .kbm/rz.db.xz resumes it
