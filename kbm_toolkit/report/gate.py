@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.table import Table
@@ -42,10 +43,22 @@ def print_gate_results(results: list[Any], env: dict[str, Any]) -> None:
         skipped = len(r.rows) - len(ran)
         inputs = f"{ok}/{len(ran)}" + (f" (+{skipped} skipped)" if skipped else "")
         style = _STYLE.get(r.status, "")
-        table.add_row(r.problem, f"[{style}]{r.status}[/{style}]", _margin(r.worst_margin), inputs, r.message)
+        table.add_row(r.problem, f"[{style}]{r.status}[/{style}]", _margin(r.worst_margin), inputs,
+                      r.message or _skipped_why(r.rows))
     terminal.console().print(table)
     passed = sum(r.status == "passed" for r in results)
     terminal.console().print(f"{passed} of {len(results)} substrates passed the gate.")
+
+
+def _skipped_why(rows: list[Any]) -> str:
+    """Why a gate left inputs out, the commonest reason first: an input the substrate's own
+    `substrate.toml` asks for and the reference cannot build tests nothing, and says so here
+    (a list-valued size once broke every reference silently)."""
+    reasons = Counter(row.note for row in rows if row.outcome == "skipped")
+    if not reasons:
+        return ""
+    why, n = reasons.most_common(1)[0]
+    return f"skipped {n}: {why}" + (f" (and {sum(reasons.values()) - n} more)" if len(reasons) > 1 else "")
 
 
 def stored_gates(store: Any, keys: list[str]) -> tuple[str, list[dict[str, Any]]]:
