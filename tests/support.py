@@ -267,3 +267,13 @@ def get_hidden_inputs():
     configs = []
 {body}{extra}    return configs
 '''
+
+
+def problem_from_source(folder: Path, name: str, source: str):
+    """A one-off problem `mine/1_<name>`: `source` (a Model, get_inputs, get_init_inputs) written to
+    `folder/1_<name>.py`."""
+    from kbm_toolkit.problems.problem import Problem
+
+    path = folder / f"1_{name}.py"
+    path.write_text(source)
+    return Problem(f"mine/1_{name}", "mine", 1, name, path, "mine")

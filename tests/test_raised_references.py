@@ -8,20 +8,20 @@ from __future__ import annotations
 from kbm_toolkit.problems.problem_set import ProblemSet
 from kbm_toolkit.protocols.registry import load_protocol
 
+from support import problem_from_source
+
 
 def test_a_list_valued_shape_override_builds_its_reference(tmp_path) -> None:
     # every such input once raised "unhashable type: 'list'" keying the model cache, and was stored
     # invalid: the probe of 11 KernelBench problems (input_shape = [37, 5] and the like)
     from kbm_toolkit.cuda.reference import run_reference
     from kbm_toolkit.problems.input_spec import InputSpec
-    from kbm_toolkit.problems.problem import Problem
 
-    path = tmp_path / "1_Scan.py"
-    path.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-                    "        return torch.cumsum(x, dim=1)\n\nbatch_size = 4\ninput_shape = (64,)\n\n"
-                    "def get_inputs():\n    return [torch.rand(batch_size, *input_shape)]\n\n"
-                    "def get_init_inputs():\n    return []\n")
-    problem = Problem("mine/1_Scan", "mine", 1, "Scan", path, "mine")
+    problem = problem_from_source(tmp_path, "Scan", "import torch\n\nclass Model(torch.nn.Module):\n"
+                                  "    def forward(self, x):\n        return torch.cumsum(x, dim=1)\n\n"
+                                  "batch_size = 4\ninput_shape = (64,)\n\ndef get_inputs():\n"
+                                  "    return [torch.rand(batch_size, *input_shape)]\n\n"
+                                  "def get_init_inputs():\n    return []\n")
     spec = InputSpec.make(problem.key, 42, shape={"batch_size": 2, "input_shape": [37, 5]}, label="probe")
     models: dict = {}
     _, _, out, _ = run_reference(problem, spec, models, "cpu")

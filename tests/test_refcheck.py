@@ -17,7 +17,7 @@ from kbm_toolkit.analysis.matrix import load_matrices
 from kbm_toolkit.analysis.score import audit
 from kbm_toolkit.store import Store
 
-from support import seed
+from support import problem_from_source, seed
 
 KB = load_protocol("kernelbench")
 
@@ -227,13 +227,12 @@ def test_refcheck_reports_moved_positions_and_checks_an_older_check_again(tmp_pa
 
 def test_a_forward_that_rejects_the_moved_inputs_is_noted_not_checked_again(tmp_path: Path) -> None:
     from kbm_toolkit.evaluation.reference_check import NUDGE_RAISED, refcheck
-    from kbm_toolkit.problems.problem import Problem
 
-    path = tmp_path / "1_Mask.py"  # a 0/1 mask: moved one ulp, no value is 0 or 1 any more
-    path.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, m):\n"
-                    "        assert bool((m * (1 - m) == 0).all()), 'not a mask'\n        return m * 2\n\n"
-                    "def get_inputs():\n    return [torch.rand(3, 8).round()]\n\ndef get_init_inputs():\n    return []\n")
-    mask = Problem("mine/1_Mask", "mine", 1, "Mask", path, "mine")
+    # a 0/1 mask: moved one ulp, no value is 0 or 1 any more
+    mask = problem_from_source(tmp_path, "Mask", "import torch\n\nclass Model(torch.nn.Module):\n"
+                               "    def forward(self, m):\n        assert bool((m * (1 - m) == 0).all()), 'not a mask'\n"
+                               "        return m * 2\n\ndef get_inputs():\n    return [torch.rand(3, 8).round()]\n\n"
+                               "def get_init_inputs():\n    return []\n")
     store = Store(tmp_path / "kbm.db")
     [row] = refcheck(store, [mask], KB).rows
     assert row.verdict == "ok" and row.moved is None and row.wrong == 0
