@@ -39,3 +39,31 @@ def test_the_probes_kills_are_witnesses_the_official_check_misses_on_the_shipped
     # tail dropped), so every witness it adds is a mutant the official check lets through
     assert added > 100 and with_probe["missed"] - without["missed"] == added
     assert with_probe["families"]["boundary"]["witnessed"] > without["families"]["boundary"]["witnessed"]
+
+
+def test_a_run_of_the_probe_protocol_is_the_runs_own_probe(tmp_path, monkeypatch) -> None:
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
+    from kbm_toolkit.evaluation.options import RunOptions
+    from kbm_toolkit.evaluation.run import run_evaluation
+    from kbm_toolkit.mutation.campaign import mutate_problems
+    from kbm_toolkit.mutation.rules import load_rules
+    from kbm_toolkit.store import Store
+
+    from support import REPO
+
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    problem = ProblemSet.discover().get("demo/3")
+    store = Store(tmp_path / "kbm.db")
+    rules = [r for r in load_rules() if r.name in ("mul2div", "plus2minus")]
+    mutate_problems(store, [problem], "sm_90", workers=1, require_gate=False, rules=rules)
+    probe = load_protocol("probe")
+    summary = run_evaluation(store, [problem], probe.specs, "probe", "sm_90", {"gpu": "fake"},
+                             RunOptions(target="fake_evaluator:cell_task", rules=rules, deadline=lambda _: 1.5))
+    assert summary.problems == {problem.key: "done"}
+    distinct = {r["id"] for r in store.mutants(problem.key, status="distinct")}
+    [spec] = probe.specs(problem)
+    probed = {m for (m,) in store.db.execute("select mutant from cells where input = ?", [spec.id])}
+    assert probed == distinct  # its one input is the probe every run screens on: nothing else to run
+    assert run_protocol(probe, load_matrices(store)).missing_cells == {}
