@@ -456,3 +456,13 @@ def test_cli_judges_by_a_protocol_the_store_keeps(tmp_path: Path) -> None:
                     "-a", "two-trials")
     assert result.exit_code == ExitCode.OK, result.output
     assert "  two-trials (allclose atol = rtol = 0.01" in result.output and "accepts: 2 inputs pass" in result.output
+
+
+def test_cli_a_protocol_named_wrong_is_one_line_and_makes_no_store(tmp_path: Path) -> None:
+    path = write(tmp_path / "s", ["good.py"]) / "good.py"
+    store = tmp_path / "new" / "k.db"
+    result = invoke("--store", str(store), "verify", str(path), "--problem", "demo/1", "--device", "cpu", "-a", "nope")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    [error] = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert "no adapter, protocol or path 'nope'" in error
+    assert not store.exists() and not store.parent.exists()

@@ -60,8 +60,11 @@ def verify(obj: Context, paths: tuple[str, ...], problem: str | None, adapters: 
     from kbm_toolkit.report.submissions import print_submission, print_table
 
     found = find_submissions(paths, obj.problems(), problem)
-    store = obj.store()
-    protocols = obj.protocols(adapters, store)  # a suite `kbm run` was given by path is kept there, by name
+    # a suite `kbm run` was given by path is kept in the store, by name; a store not made yet keeps
+    # none, and a protocol named wrong then leaves no empty store behind
+    kept = obj.store() if obj.resolved_store_path().is_file() else None
+    protocols = obj.protocols(adapters, kept)
+    store = kept or obj.store()
     env = _device_env(device)
     before = store.latest_run()
     options = VerifyOptions(workers=workers, run_timeout_s=timeout, load_timeout_s=load_timeout, again=again,
