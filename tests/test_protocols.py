@@ -214,6 +214,20 @@ def test_several_input_sources_give_their_union_once() -> None:
     assert len(both) == len(kbv) > len(kb)  # kbv holds the official five
 
 
+def test_input_sources_use_the_protocols_a_run_loaded_already() -> None:
+    from kbm_toolkit.evaluation.fill import source_protocols
+    from kbm_toolkit.evaluation.input_sources import resolve
+    from kbm_toolkit.problems.problem_set import ProblemSet
+
+    problem = ProblemSet.discover().get("demo/3")
+    parts = source_protocols("fuzz-shapes, official")
+    assert parts["official"] is None and parts["fuzz-shapes"].name == "fuzz-shapes"
+    specs = resolve("fuzz-shapes, official", loaded=parts)(problem)
+    # its specs were made by the run's own copy (a protocol caches them): read once, made once
+    assert (problem.key, str(problem.path)) in parts["fuzz-shapes"]._specs
+    assert [s.id for s in specs] == [s.id for s in resolve("fuzz-shapes, official")(problem)]
+
+
 def test_a_plugin_variant_named_like_a_built_in_protocol_is_left_out(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from importlib.metadata import EntryPoint

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kbm_toolkit.analysis.score import audit_store, survivors
 from kbm_toolkit.errors import KbmError, NoDevice, OptionError
@@ -59,13 +59,16 @@ class RunRequest:
     """Warm children per worker (`--spares`; None: the run's default)."""
 
 
-def source_protocols(source: str, stored: Callable[[str], str | None] | None = None) -> dict[str, Protocol | None]:
+def source_protocols(source: str, stored: Callable[[str], str | None] | None = None,
+                     known_problems: Iterable[str] | None = None) -> dict[str, Protocol | None]:
     """Each part of `--inputs` (comma-separated), and the protocol it names (None: a spec file or a
-    built-in source such as `official`); `stored`, a store's `protocol_toml`, finds those it keeps."""
+    built-in source such as `official`, or one that does not load: `input_sources.resolve` says
+    why); `stored`, a store's `protocol_toml`, finds those it keeps, and one given by path may name
+    only `known_problems`."""
     parts: dict[str, Protocol | None] = {}
     for part in (p.strip() for p in source.split(",") if p.strip()):
         try:
-            parts[part] = load_protocol(part, stored=stored)
+            parts[part] = load_protocol(part, known_problems if Path(part).exists() else None, stored=stored)
         except KbmError:
             parts[part] = None
     return parts
@@ -116,8 +119,9 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if request.redo_overwritten:
         return _redo_overwritten(store, problem_set, request, on_progress, on_problem)
     # a protocol the store keeps (`kbm targets --emit`'s, say) is found by name once its folder is gone
-    specs_for = resolve(request.source, {*problem_set.problems(), *store.problem_rows()}, store.protocol_toml)
-    parts = source_protocols(request.source, store.protocol_toml)  # each protocol read once, for all three uses below
+    known = {*problem_set.problems(), *store.problem_rows()}
+    parts = source_protocols(request.source, store.protocol_toml, known)  # each protocol read once, for every use below
+    specs_for = resolve(request.source, known, store.protocol_toml, parts)
     protocols = first_kill_protocols(parts) if request.first_kill else None
     if request.witnessed and not request.survivors_of:
         raise OptionError("--witnessed narrows --survivors-of; name the protocol whose survivors to run")

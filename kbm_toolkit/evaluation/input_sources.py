@@ -16,6 +16,7 @@ from kbm_toolkit.evaluation.gate import gate_specs
 from kbm_toolkit.problems.input_spec import InputSpec, official_specs
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import substrate_for
+from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.protocols.registry import load_protocol
 from kbm_toolkit.tomlfile import load_toml
 
@@ -51,13 +52,15 @@ BUILT_IN: dict[str, Callable[[Problem], list[InputSpec]]] = {"official": officia
 
 
 def resolve(source: str, known_problems: Iterable[str] | None = None,
-            stored: Callable[[str], str | None] | None = None) -> Callable[[Problem], list[InputSpec]]:
+            stored: Callable[[str], str | None] | None = None,
+            loaded: dict[str, Protocol | None] | None = None) -> Callable[[Problem], list[InputSpec]]:
     """A function from problem to its input specs: a built-in name, a protocol (an installed
     adapter's name, a protocol folder or .toml, which may name only `known_problems`, or one a
     store keeps: `stored` is its `protocol_toml`), or a file of spec records; several, separated by
-    commas, give the union (an input shared by two counts once)."""
+    commas, give the union (an input shared by two counts once). A part `loaded` holds already
+    (`fill.source_protocols`) is that protocol, not read again: its specs are made once."""
     if "," in source:
-        parts = [resolve(part.strip(), known_problems, stored) for part in source.split(",") if part.strip()]
+        parts = [resolve(part.strip(), known_problems, stored, loaded) for part in source.split(",") if part.strip()]
 
         def union(problem: Problem) -> list[InputSpec]:
             specs: dict[str, InputSpec] = {}
@@ -69,6 +72,8 @@ def resolve(source: str, known_problems: Iterable[str] | None = None,
         return union
     if source in BUILT_IN:
         return BUILT_IN[source]
+    if (loaded or {}).get(source) is not None:
+        return loaded[source].specs
     path = Path(source)
     spec_file = path.suffix in (".jsonl", ".json") or (path.suffix == ".toml" and "protocol" not in load_toml(path))
     if path.is_file() and spec_file:
