@@ -21,16 +21,18 @@ from kbm_toolkit.protocols.protocol import Protocol
 def wrong_positions(check: dict[str, Any], tolerance: float) -> tuple[int, int] | None:
     """(positions the fp32 reference gets wrong against fp64 at `tolerance`, positions) from a
     stored reference check, where it counted them at that tolerance; None where it did not."""
-    counted = check.get("violations") or {}
-    if f"{tolerance:g}" not in counted or check.get("positions") is None:
-        return None
-    return int(counted[f"{tolerance:g}"]), int(check["positions"])
+    return _counted(check, "violations", tolerance)
 
 
 def moved_positions(check: dict[str, Any], tolerance: float) -> tuple[int, int] | None:
     """(positions where the fp32 reference moves past `tolerance` when its floating inputs move one
     ulp, positions) from a stored reference check, where it counted them; None where it did not."""
-    counted = check.get("nudge_violations") or {}
+    return _counted(check, "nudge_violations", tolerance)
+
+
+def _counted(check: dict[str, Any], counts: str, tolerance: float) -> tuple[int, int] | None:
+    """(the count at `tolerance` in the check's `counts` field, positions), or None."""
+    counted = check.get(counts) or {}
     if f"{tolerance:g}" not in counted or check.get("positions") is None:
         return None
     return int(counted[f"{tolerance:g}"]), int(check["positions"])
