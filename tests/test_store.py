@@ -143,7 +143,7 @@ def test_merging_stores_renumbers_runs_keeps_existing_rows_and_is_idempotent(tmp
     assert a.db["runs"].get(a.reference_checks()["shared"]["run"])["kind"] == "refcheck"
     assert a.merge(b) == {"problems": 0, "rules": 0, "substrates": 0, "gate_inputs": 0, "mutants": 0,
                           "inputs": 0, "input_checks": 0, "reference_checks": 0, "cells": 0, "superseded_cells": 0,
-                          "submissions": 0, "submission_cells": 0, "protocols": 0}
+                          "submissions": 0, "submission_cells": 0, "protocols": 0, "shape_verdicts": 0}
 
 
 def test_merging_a_store_that_measured_cells_again_replaces_them_and_keeps_the_old(tmp_path: Path) -> None:

@@ -65,6 +65,7 @@ def mutant_listing(store: Any, problem: str | None = None, rule: str | None = No
 
 
 def mutant_record(store: Any, mutant_id: str) -> dict[str, Any]:
-    """One mutant: its row, its rule's row, and its diff (`kbm show`)."""
+    """One mutant: its row, its rule's row, its diff, and its shape verdicts (`kbm show`)."""
     row = store.mutant(mutant_id)
-    return {**row, "rule_row": store.rules().get(row["rule"]) or {"description": ""}}
+    return {**row, "rule_row": store.rules().get(row["rule"]) or {"description": ""},
+            "shapes": store.shape_verdicts([row["id"]]).get(row["id"], {})}

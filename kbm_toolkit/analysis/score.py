@@ -24,6 +24,7 @@ from typing import Any
 from kbm_toolkit.analysis.judged import judged
 from kbm_toolkit.analysis.matrix import Matrix, load_matrices, valid_at
 from kbm_toolkit.analysis.refereeability import flags
+from kbm_toolkit.analysis.shape_bound import shape_bound
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.judging import STRICT, Judging
 from kbm_toolkit.protocols.protocol import Protocol
@@ -208,7 +209,8 @@ def band_by_problems(per_problem: list[tuple[int, int]], sizes: list[int], draws
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
           tolerance: float | None = None, vs: Protocol | None = None,
           excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None,
-          judging: Judging | None = None, accounting: Accounting = Accounting.TOLERANCE) -> dict[str, Any]:
+          judging: Judging | None = None, accounting: Accounting = Accounting.TOLERANCE,
+          verdicts: dict[str, dict[str, int | None]] | None = None) -> dict[str, Any]:
     """The audit of `protocol`: detection of witnessed mutants, with its structure.
 
     Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
@@ -241,6 +243,8 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
         "excluded": dict(sorted(excluded.items())),
         "witness_search_open": open_witnesses(base + [mine], matrices, wit),
+        "shape_bound": shape_bound(verdicts, {k: w - mine.detected.get(k, set()) for k, w in wit.items()},
+                                   matrices, {k: mine.kills.get(k, {}).keys() for k in wit}) if verdicts else None,
     }
     if vs is not None:
         # survivors the denominator fixes: a protocol outside it cannot add survivors of its own
@@ -413,7 +417,8 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     references = store.reference_checks()
     excluded = unrefereeable(protocol, matrices, references, judging.atol if judging else tolerance)
     vs_excluded = unrefereeable(vs, matrices, references) if vs else None
-    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging, accounting)
+    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging, accounting,
+                   store.shape_verdicts())
     report["sample"] = store.sample_summary(sample)
     if standalone:  # a report of many audits (tables, figures) prints none of it: one query saved per protocol
         report["overwrite_suspects"] = sum(len(m) for m in store.overwrite_suspects().values())

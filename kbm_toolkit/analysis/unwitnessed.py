@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from kbm_toolkit.analysis.matrix import Matrix
 from kbm_toolkit.analysis.score import run_protocol, witness_judging, witnessed
+from kbm_toolkit.analysis.shape_bound import bound, every_shape
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.vocabulary import FAMILIES, Accounting
 
@@ -33,6 +34,9 @@ class FamilyRemainder:
     """Per rule, its distinct mutants no input witnesses."""
     rule_totals: Counter = field(default_factory=Counter)
     """Per rule, its distinct mutants."""
+    bound: int | None = None
+    """Of those no input witnesses, how many run the original's code at every valid input's shapes
+    (`kbm equivalence`): equivalent as far as these inputs go, proven; None: no verdicts stored."""
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
@@ -81,7 +85,13 @@ def unwitnessed(store: Any, matrices: list[Matrix], protocols: list[Protocol],
             family.distinct += 1
             family.rule_totals[row["rule"]] += 1
     shown: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for m, (key, row, kind, worst) in remainder(store, matrices, protocols, left_out).items():
+    left = remainder(store, matrices, protocols, left_out)
+    verdicts = store.shape_verdicts(left)
+    shapes = {mx.problem.key: every_shape(mx) for mx in matrices} if verdicts else {}
+    for m, (key, row, kind, worst) in left.items():
+        if verdicts:
+            r = found[row["family"]]
+            r.bound = (r.bound or 0) + (bound(verdicts.get(m, {}), shapes[key]) is True)
         found[row["family"]].kinds[kind] += 1
         found[row["family"]].rules[row["rule"]] += 1
         shown.setdefault((row["family"], kind), []).append(

@@ -1,4 +1,4 @@
-"""Commands about rules and mutants: rules, mutate, mutants, show."""
+"""Commands about rules and mutants: rules, mutate, equivalence, mutants, show."""
 
 from __future__ import annotations
 
@@ -78,6 +78,60 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
         sys.exit(ExitCode.BAD_INPUT)
 
 
+@command()
+@click.argument("problems", nargs=-1)
+@click.option("--level", help="Every problem of this level with a substrate.")
+@click.option("--arch", help="Compile for this target (default sm_90).")
+@click.option("--workers", type=click.IntRange(1), help="Judging processes (default: one per core).")
+@json_option
+@click.pass_obj
+def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,
+                workers: int | None, as_json: bool) -> None:
+    """Prove which mutants no values at an input's shapes can witness, without a GPU.
+
+    For each distinct mutant and each shape its problem's inputs build (the official one, then
+    those of every input the store found valid), the launcher runs on meta tensors; each kernel the
+    mutant changed is compiled once per launch with that launch's sizes and scalars written in. The
+    same machine code as the original's (for a launcher mutant: the same launches) is a proof that
+    no values at that shape can witness it. Verdicts go to the store; mutants already settled are
+    not judged again. Prints, per family, those that run the original's code at the official
+    shapes and at every valid input's shapes.
+
+    Example: kbm --store kb.db equivalence --level level1
+    """
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.shape_bound import equivalence_table
+    from kbm_toolkit.cuda.nvrtc import DEFAULT_ARCH
+    from kbm_toolkit.mutation.shape_equivalence import judge_problems
+    from kbm_toolkit.report.pipeline import progress_bar
+
+    store = obj.store()
+    selected = obj.substrate_problems(problems, level)
+    with progress_bar() as progress:
+        task = progress.add_task("judging problems", total=len(selected))
+        judged = judge_problems(store, selected, arch or DEFAULT_ARCH, workers,
+                                on_problem=lambda key, n: progress.advance(task))
+    keys = {p.key for p in selected}
+    table = equivalence_table(store.shape_verdicts(), [mx for mx in load_matrices(store, floor=float("inf"))
+                                                       if mx.problem.key in keys])
+    if as_json:
+        click.echo(json.dumps({"judged": judged.judged, "settled": judged.settled, "skipped": judged.skipped,
+                               "families": {f: dict(c) for f, c in table}}, indent=1))
+        return
+    for key, why in judged.skipped.items():
+        click.echo(f"skipped {key}: {why}")
+    click.echo(f"Judged {sum(judged.judged.values()):,} mutants of {len(judged.judged)} problems"
+               f" ({judged.settled:,} settled before).")
+    click.echo(f"{'family':<16} {'distinct':>9} {'judged':>8} {'same code, official shapes':>28} "
+               f"{'every valid input':>18} {'undecided':>10}")
+    for family, c in table:
+        click.echo(f"{family:<16} {c['distinct']:>9,} {c['judged']:>8,} {c['official']:>28,} {c['every']:>18,} "
+                   f"{c['undecided']:>10,}")
+    if not judged.judged and not judged.settled:
+        click.echo("Error: nothing judged: no selected problem has distinct mutants here (kbm mutate)", err=True)
+        sys.exit(ExitCode.BAD_INPUT)
+
+
 @command("mutants")
 @click.option("--problem", help="Only this problem (key or unambiguous name).")
 @click.option("--rule", help="Only this rule (kbm rules).")
@@ -114,7 +168,8 @@ def mutants_cmd(obj: Context, problem: str | None, rule: str | None, family: str
 @click.argument("mutant_id")
 @click.pass_obj
 def show(obj: Context, mutant_id: str) -> None:
-    """Show one mutant: rule, family, description, site and unified diff.
+    """Show one mutant: rule, family, description, site, unified diff, and the shapes where it runs
+    the original's code (`kbm equivalence`).
 
     Reads your store, or the store shipped with kbm when yours has no mutants yet.
 
@@ -127,8 +182,13 @@ def show(obj: Context, mutant_id: str) -> None:
     click.echo(f"rule     {row['rule']} ({row['family']}): {row['rule_row']['description']}")
     status = row["status"] + (f" of {row['duplicate_of']}" if row["duplicate_of"] else "")
     click.echo(f"status   {status}" + (f": {row['message']}" if row["message"] else ""))
+    if row["shapes"]:  # kbm equivalence's verdicts: in order of judging, official first
+        same = sum(v == 1 for v in row["shapes"].values())
+        other = next((s for s, v in row["shapes"].items() if v == 0), None)
+        click.echo(f"shapes   the original's machine code at {same} of {len(row['shapes'])} judged"
+                   + (f"; other code at {other}" if other else "") + " (kbm equivalence)")
     click.echo("")
     click.echo(row["diff"].rstrip())
 
 
-COMMANDS = [rules_cmd, mutate, mutants_cmd, show]
+COMMANDS = [rules_cmd, mutate, equivalence, mutants_cmd, show]

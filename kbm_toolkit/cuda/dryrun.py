@@ -32,6 +32,11 @@ class Launch:
     grid: tuple[int, ...]
     block: tuple[int, ...]
     shmem: int
+    scalars: tuple[tuple[str, str, Any], ...] = ()
+    """(parameter, dtype, value) of each scalar argument, in parameter order."""
+    tensors: tuple[tuple[Any, ...], ...] = ()
+    """(which tensor: its first place among the launches' tensors, shape, strides, offset, dtype) of
+    each pointer argument: what tells two launches' buffers apart on meta tensors."""
 
 
 @dataclass
@@ -52,6 +57,8 @@ class RecordingKernels:
         self._signatures = signatures
         self._where = where
         self.launches: list[Launch] = []
+        self._seen: dict[int, int] = {}
+        self._held: list[Any] = []  # keeps recorded tensors alive, so no id() is reused
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in self._signatures:
@@ -59,8 +66,18 @@ class RecordingKernels:
         return lambda *args, grid, block, shmem=0: self.launch(name, args, grid, block, shmem)
 
     def launch(self, name: str, args: tuple, grid: Any, block: Any, shmem: int = 0) -> None:
-        g, b = check_launch(self._signatures[name], args, grid, block, shmem, self._where, "meta")
-        self.launches.append(Launch(name, g, b, int(shmem)))
+        signature = self._signatures[name]
+        g, b = check_launch(signature, args, grid, block, shmem, self._where, "meta")
+        scalars = tuple((p.name, p.dtype, a) for p, a in zip(signature.params, args) if not p.pointer)
+        tensors = tuple(self._describe(a) for p, a in zip(signature.params, args) if p.pointer)
+        self.launches.append(Launch(name, g, b, int(shmem), scalars, tensors))
+
+    def _describe(self, t: Any) -> tuple[Any, ...]:
+        base = t._base if t._base is not None else t
+        if id(base) not in self._seen:
+            self._seen[id(base)] = len(self._seen)
+            self._held.append(base)
+        return (self._seen[id(base)], tuple(t.shape), t.stride(), t.storage_offset(), str(t.dtype))
 
     def empty(self, *shape: int, dtype: Any = None, device: Any = None) -> Any:
         return self._torch.empty(as_shape(shape), dtype=dtype or self._torch.float32, device="meta")
@@ -74,8 +91,8 @@ class RecordingKernels:
     cdiv = staticmethod(lambda a, b: -(-int(a) // int(b)))
 
 
-def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | None = None) -> DryRun:
-    """Run `substrate`'s launcher on meta tensors shaped like the problem's inputs."""
+def meta_case(problem: Problem, overrides: dict[str, Any] | None = None) -> tuple[Any, list[Any]]:
+    """The problem's model and its official inputs, on meta tensors, under module-constant `overrides`."""
     module = problem.load(overrides)
     with torch.device("meta"):
         init = init_inputs(module)
@@ -88,7 +105,23 @@ def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | 
     if model is None:
         with torch.no_grad():
             model = module.Model(*init_inputs(module)).to("meta")
-    inputs = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in inputs]
+    return model, [v.to("meta") if isinstance(v, torch.Tensor) else v for v in inputs]
+
+
+def record_launches(substrate: Substrate, model: Any, inputs: list[Any], kernel_source: str | None = None,
+                    launcher_source: str | None = None) -> tuple[list[Launch], Any]:
+    """Run the substrate's launcher (or `launcher_source`, a mutant's) on meta tensors against the
+    signatures of its kernels (or of `kernel_source`); the launches it asked for and its output."""
+    kernels = RecordingKernels(kernel_signatures(substrate, kernel_source), str(substrate.kernel_path))
+    launcher = substrate.launcher if launcher_source is None else substrate.launcher_from(launcher_source)
+    with torch.no_grad(), guard(str(substrate.launcher_path)):
+        out = launcher(kernels, model, *inputs)
+    return kernels.launches, out
+
+
+def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | None = None) -> DryRun:
+    """Run `substrate`'s launcher on meta tensors shaped like the problem's inputs."""
+    model, inputs = meta_case(problem, overrides)
     result = DryRun()
     try:
         with torch.no_grad():
@@ -96,10 +129,7 @@ def dry_run(problem: Problem, substrate: Substrate, overrides: dict[str, Any] | 
         result.reference_shape = tuple(ref.shape)
     except Exception:  # some references cannot run on meta; then only the launcher is checked
         ref = None
-    kernels = RecordingKernels(kernel_signatures(substrate), str(substrate.kernel_path))
-    with torch.no_grad(), guard(str(substrate.launcher_path)):
-        out = substrate.launcher(kernels, model, *inputs)
-    result.launches = kernels.launches
+    result.launches, out = record_launches(substrate, model, inputs)
     if not isinstance(out, torch.Tensor):
         raise SubstrateError(f"launcher returned {type(out).__name__}, not a tensor", substrate.launcher_path)
     result.output_shape = tuple(out.shape)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kbm_toolkit.errors import SubstrateError
 from kbm_toolkit.problems.substrate import Substrate
@@ -35,6 +35,8 @@ class Param:
     name: str
     dtype: str
     pointer: bool
+    ctype: str = field(default="", compare=False)
+    """The C type as the source writes it, qualifiers aside (`long long`, `float`)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def _param(text: str, kernel: str, where: str) -> Param:
     name, ctype = words[-1], " ".join(words[:-1])
     if ctype not in SCALAR_TYPES:
         raise SubstrateError(f"kernel {kernel}: parameter {name!r} has unsupported type {ctype!r}", where)
-    return Param(name, SCALAR_TYPES[ctype], pointer)
+    return Param(name, SCALAR_TYPES[ctype], pointer, ctype)
 
 
 def _strip_comments(source: str) -> str:

@@ -47,7 +47,7 @@ class CudaSource:
         """The parenthesised part of every `for (...)`, `if (...)` and `while (...)`."""
         found: dict[str, list[Span]] = {"for": [], "if": [], "while": []}
         for m in _HEADER.finditer(self.code):
-            close = self._matching(m.end() - 1, "(", ")")
+            close = self.matching(m.end() - 1, "(", ")")
             if close is not None:
                 found[m.group(1)].append(Span(m.end(), close))
         return found
@@ -91,7 +91,8 @@ class CudaSource:
         end = self.code.find("\n", pos)
         return self.code[start:end if end >= 0 else len(self.code)]
 
-    def _matching(self, open_at: int, opening: str, closing: str) -> int | None:
+    def matching(self, open_at: int, opening: str, closing: str) -> int | None:
+        """Where the `closing` that balances the `opening` at `open_at` is, in code (None: nowhere)."""
         depth = 0
         for i in range(open_at, len(self.code)):
             if self.code[i] == opening:

@@ -158,6 +158,14 @@ class InputSpec:
         list-valued override, `input_shape = [37, 5]`, as a tuple)."""
         return (tuple((name, _hashable(value)) for name, value in self.shape), self.reinit)
 
+    @property
+    def shape_key(self) -> str:
+        """What decides the shapes this spec builds, as canonical JSON: its module-constant
+        overrides, or its KBV hidden config (with the seed its file is called under)."""
+        decides = ({"hidden": dict(self.hidden), "seed": self.seed} if self.base == "kbv-hidden"
+                   else {"shape": dict(self.shape)})
+        return json.dumps(decides, sort_keys=True, separators=(",", ":"))
+
 
 def official_specs(problem: Problem, trials: int = OFFICIAL_TRIALS) -> list[InputSpec]:
     """KernelBench's official inputs: `get_inputs()` under each of its trial seeds."""

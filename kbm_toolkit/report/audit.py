@@ -117,6 +117,13 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
                       f"misses {report['missed']:,} (90% band of detection {_pct(lo)}–{_pct(hi)} over problems)"
                       + (f" [yellow]({incomplete})[/yellow]" if incomplete else "") + "."
                       + (f" [yellow]{search[0].upper()}{search[1:]}.[/yellow]" if search else ""))
+    bound = report.get("shape_bound")
+    if n and bound and bound["mutants"]:
+        console.print(f"Shape-bound: {bound['bound']:,} of the {bound['mutants']:,} misses "
+                      f"({_pct(100.0 * bound['bound'] / bound['mutants'])}) run the original's machine code at every "
+                      f"shape {report['protocol']}'s inputs build (`kbm equivalence`): no values and no tolerance "
+                      "at those shapes can catch them, only another shape"
+                      + (f"; {bound['unjudged']:,} not judged yet" if bound["unjudged"] else "") + ".")
     if "vs" in report:
         vs = report["vs"]
         # vs's detection is over this audit's denominator, not vs's own: `kbm audit -a VS` may differ
@@ -139,10 +146,12 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
                    f"{_pct(others['fuzz_killed_pct'])}" if others["survivors"] else "") + ".")
     if report["families"]:
         table = Table(title="By family", title_justify="left")
-        for col in ("family", "witnessed", "missed", "missed %"):
+        bound_by = (bound or {}).get("families") or {}
+        for col in ("family", "witnessed", "missed", "missed %", *(("shape-bound",) if bound_by else ())):
             table.add_column(col, justify="left" if col == "family" else "right")
         for family, f in report["families"].items():
-            table.add_row(family, f"{f['witnessed']:,}", f"{f['missed']:,}", _pct(f["missed_pct"]))
+            table.add_row(family, f"{f['witnessed']:,}", f"{f['missed']:,}", _pct(f["missed_pct"]),
+                          *((f"{bound_by.get(family, [0, 0])[1]:,}",) if bound_by else ()))
         console.print(table)
     for title, key, name in (("Worst problems", "worst_problems", "problem"), ("Worst rules", "worst_rules", "rule")):
         rows = [r for r in report[key] if r["missed"]]

@@ -133,17 +133,24 @@ def table6(official: dict[str, Any]) -> Table:
 def table_unwitnessed(found: dict[str, FamilyRemainder]) -> Table:
     """Per family: distinct mutants, those no input witnesses, and of those how many gave the
     correct kernel's margin on every input (equivalence candidates), changed the output within
-    every tolerance (oracle-blindness candidates), or have no cell on a valid input."""
-    def row(label: str, distinct: int, kinds: Any, rules: str) -> tuple[str, ...]:
+    every tolerance (oracle-blindness candidates), or have no cell on a valid input; and, where
+    the store holds `kbm equivalence`'s verdicts, how many are proven to run the original's code
+    at every valid input's shapes."""
+    proven = any(r.bound is not None for r in found.values())
+
+    def row(label: str, distinct: int, kinds: Any, rules: str, bound: int | None) -> tuple[str, ...]:
         n = sum(kinds.values())
         return (label, f"{distinct:,}", f"{n:,} ({100 * n / distinct:.1f}%)" if distinct else "–",
-                *(f"{kinds[k]:,}" for k in (SAME, CHANGED, NOT_RUN)), rules)
+                *(f"{kinds[k]:,}" for k in (SAME, CHANGED, NOT_RUN)), *((f"{bound or 0:,}",) if proven else ()), rules)
 
-    rows = [row(f, r.distinct, r.kinds, most_unwitnessed_rules(r)) for f, r in found.items()]
+    rows = [row(f, r.distinct, r.kinds, most_unwitnessed_rules(r), r.bound) for f, r in found.items()]
     total = sum((r.kinds for r in found.values()), Counter())
-    rows.append(row("all", sum(r.distinct for r in found.values()), total, ""))
+    rows.append(row("all", sum(r.distinct for r in found.values()), total, "",
+                    sum(r.bound or 0 for r in found.values())))
     return ("family", "distinct", "unwitnessed", "the correct kernel's margin on every input",
-            "changed, within every tolerance", "not run on a valid input", "rules most unwitnessed"), rows
+            "changed, within every tolerance", "not run on a valid input",
+            *(("the original's code at every input's shapes (proven)",) if proven else ()),
+            "rules most unwitnessed"), rows
 
 
 def most_unwitnessed_rules(r: FamilyRemainder, top: int = 3) -> str:

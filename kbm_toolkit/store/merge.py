@@ -17,7 +17,7 @@ MERGED: list[tuple[str, Any, str | tuple[str, ...] | None]] = [
     ("cells", ("mutant", "input"), "run"),
     ("superseded_cells", ("mutant", "input", "superseded_by"), ("run", "superseded_by")),
     ("submissions", "id", "run"), ("submission_cells", ("submission", "input"), "run"),
-    ("protocols", "name", None),
+    ("protocols", "name", None), ("shape_verdicts", ("mutant", "shape"), None),
 ]
 """Tables `Store.merge` copies, in dependency order: (table, primary key, the columns naming a run)."""
 

@@ -227,3 +227,12 @@ def m020_reference_nudges(db: sqlite_utils.Database) -> None:
     # floating inputs move one ulp ({"0.01": n, ...} of `positions`): an output that moves that far
     # under rounding-sized changes cannot be refereed by any fp32 kernel; NULL for checks made before
     db["reference_checks"].add_column("nudge_violations", str)
+
+
+@migration
+def m021_shape_verdicts(db: sqlite_utils.Database) -> None:
+    # kbm equivalence: whether a mutant runs the original's machine code (or launches) at the shapes
+    # one input builds (`shape`, InputSpec.shape_key): same 1, 0 when it differs, NULL undecided
+    db["shape_verdicts"].create({
+        "mutant": str, "shape": str, "same": int, "note": str, "arch": str, "nvrtc": str, "judged": str,
+    }, pk=("mutant", "shape"), foreign_keys=[("mutant", "mutants", "id")])

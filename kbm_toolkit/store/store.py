@@ -3,9 +3,9 @@
 `Store` is the one object the rest of kbm talks to. Each of its parts is a module of its own:
 the schema (`schema`), runs (`runs`), the pool of problems, substrates and mutants (`pool`), the
 kill matrix (`kill_matrix`), the submissions `kbm verify` judged (`submissions`), evaluated shares
-(`shares`) and merging (`merge`). Its schema changes only through the ordered migrations in
-`schema`, each applied in a transaction together with its record in `_kbm_migrations`, so
-applying twice is harmless.
+(`shares`), the shape verdicts `kbm equivalence` makes (`shape_verdicts`) and merging (`merge`).
+Its schema changes only through the ordered migrations in `schema`, each applied in a
+transaction together with its record in `_kbm_migrations`, so applying twice is harmless.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from kbm_toolkit.store.pool import Pool
 from kbm_toolkit.store.protocols import StoredProtocols
 from kbm_toolkit.store.runs import Runs
 from kbm_toolkit.store.schema import MIGRATIONS
+from kbm_toolkit.store.shape_verdicts import ShapeVerdicts
 from kbm_toolkit.store.submissions import Submissions
 from kbm_toolkit.store.values import now
 
 
-class Store(Runs, Pool, KillMatrix, Submissions, StoredProtocols, Merging):
+class Store(Runs, Pool, KillMatrix, Submissions, StoredProtocols, ShapeVerdicts, Merging):
     """A kbm store at `path` (`:memory:` for tests); opening applies pending migrations.
 
     `readonly` opens it for reading only (an older schema is upgraded in memory); a reading

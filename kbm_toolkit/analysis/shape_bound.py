@@ -1,0 +1,91 @@
+"""Shape-bound mutants: those that run the original's machine code at every shape a set of inputs
+builds, read from the verdicts `kbm equivalence` stores (`mutation.shape_equivalence`).
+
+No values at those shapes, and no tolerance, can witness such a mutant: a protocol that misses it
+can catch it only with another shape. A mutant no input witnesses and that is shape-bound at every
+valid input is equivalent as far as this store's inputs go: a proof over their shapes, not a guess
+from equal margins.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Iterable
+
+from kbm_toolkit.analysis.matrix import Matrix
+from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.vocabulary import FAMILIES
+
+SAME = 1
+
+
+def shape_keys(mx: Matrix, inputs: Iterable[str]) -> set[str]:
+    """The shapes (`InputSpec.shape_key`) the problem's stored `inputs` build."""
+    return {InputSpec.from_record(json.loads(mx.checks[i]["spec"])).shape_key for i in inputs}
+
+
+def every_shape(mx: Matrix) -> set[str]:
+    """The official shapes and those of every input the store found valid for the problem: what
+    `kbm equivalence` judges a mutant at."""
+    return shape_keys(mx, (i for i, c in mx.checks.items() if c["valid"])) | {InputSpec.make(mx.problem.key, 0).shape_key}
+
+
+def bound(verdicts: dict[str, int | None], shapes: set[str]) -> bool | None:
+    """True: the original's code at every one of `shapes`; False: other code at one of them; None:
+    not judged at every one (or undecided at one), so not known."""
+    if any(verdicts.get(s) == 0 for s in shapes):
+        return False
+    return True if shapes and all(verdicts.get(s) == SAME for s in shapes) else None
+
+
+def shape_bound(verdicts: dict[str, dict[str, int | None]], mutants: dict[str, set[str]],
+                matrices: list[Matrix], inputs: dict[str, Iterable[str]]) -> dict[str, Any]:
+    """Of `mutants` (per problem), those shape-bound at the shapes of the problem's `inputs`, by
+    family, and how many lack the verdicts that would say: {"mutants", "bound", "unjudged",
+    "families": {family: [mutants, bound]}, "examples": [(problem, mutant, rule)]}."""
+    by_key = {mx.problem.key: mx for mx in matrices}
+    families: dict[str, Counter] = {}
+    examples: list[tuple[str, str, str]] = []
+    total = found = unjudged = 0
+    for key, ms in sorted(mutants.items()):
+        if not ms:
+            continue
+        mx = by_key[key]
+        shapes = shape_keys(mx, inputs.get(key, ()))
+        for m in sorted(ms):
+            row = mx.mutants[m]
+            verdict = bound(verdicts.get(m, {}), shapes)
+            counts = families.setdefault(row["family"], Counter())
+            counts["mutants"] += 1
+            total += 1
+            if verdict is None:
+                unjudged += 1
+            elif verdict:
+                counts["bound"] += 1
+                found += 1
+                if len(examples) < 5:
+                    examples.append((key, m, row["rule"]))
+    return {"mutants": total, "bound": found, "unjudged": unjudged,
+            "families": {f: [families[f]["mutants"], families[f]["bound"]] for f in FAMILIES if f in families},
+            "examples": examples}
+
+
+def equivalence_table(verdicts: dict[str, dict[str, int | None]], matrices: list[Matrix]) -> list[tuple[str, Counter]]:
+    """Per family (and `all`), the distinct mutants of `matrices`: `judged` (a verdict at the official
+    shapes), `official` (shape-bound there), `every` (shape-bound at every valid input's shapes) and
+    `undecided` (a shape the judging could not decide)."""
+    rows: dict[str, Counter] = {}
+    for mx in matrices:
+        official = {InputSpec.make(mx.problem.key, 0).shape_key}
+        every = every_shape(mx)
+        for m, row in mx.mutants.items():
+            mine = verdicts.get(m, {})
+            counts = rows.setdefault(row["family"], Counter())
+            counts["distinct"] += 1
+            counts["judged"] += next(iter(official)) in mine
+            counts["official"] += bound(mine, official) is True
+            counts["every"] += bound(mine, every) is True
+            counts["undecided"] += any(v is None for v in mine.values())
+    table = [(f, rows[f]) for f in FAMILIES if f in rows]
+    return table + [("all", sum((c for _, c in table), Counter()))] if table else []
