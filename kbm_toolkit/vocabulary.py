@@ -68,6 +68,11 @@ class Accounting(Word):
 STOPPING_OUTCOMES = (Outcome.CRASH, Outcome.TIMEOUT)
 """Cell outcomes after which a mutant is not run on its problem's other inputs."""
 
+OUT_OF_MEMORY = "OutOfMemoryError"
+"""How the note of a crash cell begins where the launch found the GPU's memory full twice: other
+workers' tensors, not the mutant (no rule changes what a launcher allocates). Such a cell is no
+measurement: scoring reads it as absent, and the next run measures it again and supersedes it."""
+
 REFERENCE_RAISED = "reference raised"
 """How a stored check's note begins where the reference raised on the input: the input tests
 nothing, and the next run or refcheck tries it again."""

@@ -179,3 +179,24 @@ def test_a_readonly_store_at_an_older_schema_is_read_upgraded(db_path: Path, mon
     store = Store(db_path, readonly=True)
     assert store.applied() == [name for name, _ in store_module.MIGRATIONS]
     assert db_path.read_bytes() == before  # upgraded in memory only
+
+
+def test_a_launch_that_ran_out_of_memory_is_no_measurement_and_the_next_run_replaces_it(db_path: Path) -> None:
+    store = Store(db_path)
+    first = store.start_run("evaluate", {"gpu": "G"})
+    store.db["mutants"].insert({"id": "m1", "problem": "p/1", "status": "distinct", "substrate_hash": "h"})
+    store.record_cells(first, [
+        {"mutant": "m1", "input": "i", "outcome": "crash", "note": "OutOfMemoryError: CUDA out of memory. Tried to"},
+        {"mutant": "m1", "input": "j", "outcome": "crash", "note": "AcceleratorError: an illegal memory access"}])
+    assert store.problem_cells("p/1") == {("m1", "j"): ("crash", None)}
+    assert store.stopped_on(["i"], ["crash"]) == set() and store.stopped_on(["i", "j"], ["crash"]) == {"m1"}
+    rows = store.matrix_rows()["p/1"]
+    assert ("m1", "i") not in rows["cells"] and rows["evaluated"] == {"j": 1}
+    again = store.start_run("evaluate", {"gpu": "G"})
+    store.record_cells(again, [{"mutant": "m1", "input": "i", "outcome": "pass", "margin": 1e-7},
+                               {"mutant": "m1", "input": "j", "outcome": "pass", "margin": 0.0}])
+    cells = {r["input"]: r for r in store.db["cells"].rows}
+    assert (cells["i"]["outcome"], cells["i"]["run"]) == ("pass", again)
+    assert cells["j"]["outcome"] == "crash"  # a measured crash stands
+    (kept,) = store.db["superseded_cells"].rows
+    assert (kept["input"], kept["outcome"], kept["superseded_by"]) == ("i", "crash", again)

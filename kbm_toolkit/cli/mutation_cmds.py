@@ -102,7 +102,7 @@ def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch
     from kbm_toolkit.analysis.matrix import load_matrices
     from kbm_toolkit.analysis.shape_bound import equivalence_table
     from kbm_toolkit.cuda.nvrtc import DEFAULT_ARCH
-    from kbm_toolkit.mutation.shape_equivalence import judge_problems
+    from kbm_toolkit.mutation.shape_equivalence import NO_MUTANTS, judge_problems
     from kbm_toolkit.report.pipeline import progress_bar
 
     store = obj.store()
@@ -118,8 +118,13 @@ def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch
         click.echo(json.dumps({"judged": judged.judged, "settled": judged.settled, "skipped": judged.skipped,
                                "families": {f: dict(c) for f, c in table}}, indent=1))
         return
-    for key, why in judged.skipped.items():
-        click.echo(f"skipped {key}: {why}")
+    named = {p.key for p in selected} if problems else set()
+    for key, why in judged.skipped.items():  # unnamed problems without mutants here are only counted
+        if key in named or not why.startswith(NO_MUTANTS):
+            click.echo(f"skipped {key}: {why}")
+    unmutated = sum(k not in named and why.startswith(NO_MUTANTS) for k, why in judged.skipped.items())
+    if unmutated:
+        click.echo(f"({unmutated} of the selected problems have no distinct mutants here)")
     click.echo(f"Judged {sum(judged.judged.values()):,} mutants of {len(judged.judged)} problems"
                f" ({judged.settled:,} settled before).")
     click.echo(f"{'family':<16} {'distinct':>9} {'judged':>8} {'same code, official shapes':>28} "

@@ -32,7 +32,7 @@ from kbm_toolkit.judging import STRICT, Margin, margin_key
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate
-from kbm_toolkit.vocabulary import REFERENCE_RAISED, Outcome, RecordKind
+from kbm_toolkit.vocabulary import OUT_OF_MEMORY, REFERENCE_RAISED, Outcome, RecordKind
 
 Records = Generator[dict[str, Any], None, Any]
 """A step of the task: the records it yields, and what it returns to the step above."""
@@ -685,8 +685,9 @@ class _CellTask:
                 cell["note"] = zones
         except KbmError as e:  # e.g. a launcher mutant breaking the contract: this cell crashed
             cell.update(outcome=Outcome.CRASH, note=e.line(), crash_ms=(time.perf_counter() - start) * 1000)
-        except torch.OutOfMemoryError as e:  # twice: the mutant asks for more than the GPU has
-            cell.update(outcome=Outcome.CRASH, note=f"OutOfMemoryError: {str(e)[:200]}",
+        except torch.OutOfMemoryError as e:  # twice: other workers fill the GPU (no rule changes what a
+            # launcher allocates); kept as no measurement (`OUT_OF_MEMORY`), which the next run measures again
+            cell.update(outcome=Outcome.CRASH, note=f"{OUT_OF_MEMORY}: {str(e)[:200]}",
                         crash_ms=(time.perf_counter() - start) * 1000)
             torch.cuda.empty_cache()
         except Exception as e:  # a CUDA error: the context is gone for good

@@ -34,6 +34,7 @@ from kbm_toolkit.problems.input_spec import InputSpec, official_specs
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
 from kbm_toolkit.problems.tensors import hidden_inputs
+from kbm_toolkit.store.sampling import in_sample
 from kbm_toolkit.vocabulary import MutantStatus
 
 SAME, DIFFERS, UNDECIDED = 1, 0, None
@@ -205,6 +206,9 @@ def stored_specs(store: Any, problem: Problem, substrate_hash: str) -> list[Inpu
     return official_specs(problem, 1) + found
 
 
+NO_MUTANTS = "no distinct mutants at its current source (kbm mutate)"
+
+
 @dataclass
 class Judged:
     """What `judge_problems` did: mutants judged per problem, and the problems it could not judge."""
@@ -217,19 +221,21 @@ class Judged:
 
 def judge_problems(store: Any, problems: list[Problem], arch: str, workers: int | None = None,
                    on_problem: Callable[[str, int], None] | None = None) -> Judged:
-    """Judge every distinct mutant of `problems` (at their current substrates) at the shapes of the
-    official input and of every input the store found valid, in `workers` processes, keeping each
-    problem's verdicts as it finishes; mutants stored verdicts settle already are left as they are."""
+    """Judge every distinct mutant of `problems` (at their current substrates; of a problem evaluated
+    on a sample, those in it, which scoring reads) at the shapes of the official input and of every
+    input the store found valid, in `workers` processes, keeping each problem's verdicts as it
+    finishes; mutants stored verdicts settle already are left as they are."""
     rules, result, tasks = load_rules(), Judged(), []
+    shares = store.samples()
     for problem in problems:
         if not has_substrate(problem):
             result.skipped[problem.key] = "no substrate"
             continue
         substrate = substrate_for(problem)
-        rows = [r for r in store.mutants(problem.key)
-                if r["status"] == MutantStatus.DISTINCT and r["substrate_hash"] == substrate.content_hash]
+        rows = [r for r in store.mutants(problem.key) if r["status"] == MutantStatus.DISTINCT
+                and r["substrate_hash"] == substrate.content_hash and in_sample(r["id"], shares.get(problem.key))]
         if not rows:
-            result.skipped[problem.key] = "no distinct mutants at its current source (kbm mutate)"
+            result.skipped[problem.key] = NO_MUTANTS
             continue
         specs = stored_specs(store, problem, substrate.content_hash)
         shapes = {s.shape_key for s in specs}

@@ -99,18 +99,19 @@ def clone(source: str, definition: Definition, signature: Signature, config: Lau
 
 
 def specialized_source(source: str, configs: dict[str, Iterable[LaunchConfig]]) -> str:
-    """`source` with each kernel named in `configs` replaced by one clone per launch config (the
-    others as they are); a kernel with no config is dropped: nothing launches it."""
+    """`source` with each kernel named in `configs` replaced by one clone per launch config, and
+    every other kernel dropped: the clones are what is compared, and a network's other kernels
+    only cost compile time (a kernel with no config is dropped too: nothing launches it)."""
     found = definitions(source)
     signatures = entry_points(source)
     missing = sorted(set(configs) - set(found))
     if missing:
         raise KeyError(f"no definition of kernel {missing[0]!r}")
     out, at = [], 0
-    for d in sorted((found[k] for k in configs), key=lambda d: d.start):
+    for d in sorted(found.values(), key=lambda d: d.start):
         out.append(source[at:d.start])
         out.extend(clone(source, d, signatures[d.name], c, f"{d.name}__at{i}")
-                   for i, c in enumerate(dict.fromkeys(configs[d.name])))
+                   for i, c in enumerate(dict.fromkeys(configs.get(d.name, ()))))
         at = d.body[1]
     out.append(source[at:])
     return "".join(out)

@@ -10,10 +10,14 @@ from typing import Any, Iterable
 from kbm_toolkit.store.base import Tables, chunks
 from kbm_toolkit.store.sampling import in_sample
 from kbm_toolkit.store.values import finite_or_none, margins_json, now
+from kbm_toolkit.vocabulary import OUT_OF_MEMORY
 
 
 RESTORED_NOTE = "wrote over its input or the reference (restored)"
 """The note of a writer's cell before the evaluator took checksums (2026-12-02)."""
+
+_MEASURED = f"not (c.outcome = 'crash' and coalesce(c.note, '') like '{OUT_OF_MEMORY}%')"
+"""The cells that are measurements (SQL over `cells c`): not a launch that ran out of memory."""
 
 
 class KillMatrix(Tables):
@@ -80,12 +84,17 @@ class KillMatrix(Tables):
         if not cells:
             return
         with self.db.conn:
-            if replace:  # the cell it replaces is kept, with the run that measured it again
-                self.db.conn.executemany(
-                    "insert or ignore into superseded_cells (mutant, input, outcome, margin, max_abs, ms, run, "
-                    "note, margins, superseded_by) select mutant, input, outcome, margin, max_abs, ms, run, note, "
-                    "margins, ? from cells where mutant = ? and input = ?",
-                    [(run_id, c["mutant"], c["input"]) for c in cells])
+            # the cell it replaces is kept, with the run that measured it again; a cell that is no
+            # measurement (out of memory) is always replaced
+            only = "" if replace else f"and not ({_MEASURED.replace('c.', '')})"
+            self.db.conn.executemany(
+                "insert or ignore into superseded_cells (mutant, input, outcome, margin, max_abs, ms, run, "
+                "note, margins, superseded_by) select mutant, input, outcome, margin, max_abs, ms, run, note, "
+                f"margins, ? from cells where mutant = ? and input = ? {only}",
+                [(run_id, c["mutant"], c["input"]) for c in cells])
+            if not replace:
+                self.db.conn.executemany(f"delete from cells where mutant = ? and input = ? {only}",
+                                         [(c["mutant"], c["input"]) for c in cells])
             self.db["cells"].insert_all(({
                 "mutant": c["mutant"], "input": c["input"], "outcome": c["outcome"],
                 "margin": finite_or_none(c.get("margin")), "max_abs": finite_or_none(c.get("max_abs")),
@@ -114,9 +123,11 @@ class KillMatrix(Tables):
         return dict(found)
 
     def problem_cells(self, problem: str) -> dict[tuple[str, str], tuple[str, float | None]]:
-        """(mutant, input) -> (outcome, margin) for every cell `problem` already has."""
+        """(mutant, input) -> (outcome, margin) for every cell `problem` already has (measurements
+        only: a launch that ran out of memory is measured again)."""
         rows = self.db.execute("select c.mutant, c.input, c.outcome, c.margin from cells c "
-                               "join mutants m on m.id = c.mutant where m.problem = ?", [problem]).fetchall()
+                               f"join mutants m on m.id = c.mutant where m.problem = ? and {_MEASURED}",
+                               [problem]).fetchall()
         return {(a, b): (o, x) for a, b, o, x in rows}
 
     def checked_inputs(self, problem: str, substrate_hash: str) -> dict[str, dict[str, Any]]:
@@ -132,7 +143,7 @@ class KillMatrix(Tables):
             "join inputs i on i.id = c.input join mutants m on m.id = c.mutant "
             "join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "
             "where c.mutant = :m and k.valid = 1 and k.outcome = 'pass' and k.margin <= :t "
-            "and (c.outcome != 'pass' or c.margin > :t) order by c.margin is null desc, c.margin desc",
+            f"and (c.outcome != 'pass' or c.margin > :t) and {_MEASURED} order by c.margin is null desc, c.margin desc",
             {"m": mutant_id, "t": tolerance}))
 
     def mutant_verdicts(self, tolerance: float, problem: str | None = None) -> dict[str, str]:
@@ -142,7 +153,7 @@ class KillMatrix(Tables):
             "select m.id, m.status, exists(select 1 from cells c "
             "  join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "
             "  where c.mutant = m.id and k.valid = 1 and k.outcome = 'pass' and k.margin <= :t "
-            "  and (c.outcome != 'pass' or c.margin > :t)) as killed "
+            f"  and (c.outcome != 'pass' or c.margin > :t) and {_MEASURED}) as killed "
             "from mutants m where (:p is null or m.problem = :p)", {"t": tolerance, "p": problem})
         return {r["id"]: (r["status"] if r["status"] != "distinct" else
                           "witnessed" if r["killed"] else "unwitnessed") for r in rows}
@@ -157,8 +168,8 @@ class KillMatrix(Tables):
         if not input_ids:
             return set()
         rows = self.db.execute(
-            f"select distinct mutant from cells where input in ({', '.join('?' * len(input_ids))}) "
-            f"and outcome in ({', '.join('?' * len(outcomes))})", [*input_ids, *outcomes]).fetchall()
+            f"select distinct mutant from cells c where input in ({', '.join('?' * len(input_ids))}) "
+            f"and outcome in ({', '.join('?' * len(outcomes))}) and {_MEASURED}", [*input_ids, *outcomes]).fetchall()
         return {r[0] for r in rows}
 
     def mutant_cells(self, mutant_id: str, substrate_hash: str) -> list[dict[str, Any]]:
@@ -178,7 +189,8 @@ class KillMatrix(Tables):
             for mutant, input_id, outcome, margin, correct in self.db.execute(
                     "select c.mutant, c.input, c.outcome, c.margin, k.margin from cells c join mutants m on m.id = c.mutant "
                     "join input_checks k on k.input = c.input and k.substrate_hash = m.substrate_hash "
-                    f"where k.valid = 1 and k.margin is not null and c.mutant in ({', '.join('?' * len(chunk))})",
+                    f"where k.valid = 1 and k.margin is not null and {_MEASURED} "
+                    f"and c.mutant in ({', '.join('?' * len(chunk))})",
                     chunk):
                 found[mutant].append((input_id, outcome, margin, correct))
         return dict(found)
@@ -216,7 +228,8 @@ class KillMatrix(Tables):
             if r["substrate_hash"] in hashes.get(r["problem"], ()):
                 checks[r["problem"]][r["input"]] = r
         # the cells of the scored mutants only: a sampled problem may hold cells outside its sample
-        distinct = f"join mutants m on m.id = c.mutant left join problems p on p.key = m.problem where {scored}"
+        distinct = (f"join mutants m on m.id = c.mutant left join problems p on p.key = m.problem "
+                    f"where {scored} and {_MEASURED}")
         evaluated: dict[str, dict[str, int]] = defaultdict(dict)
         for input_id, problem, n in self.db.execute(f"select c.input, m.problem, count(*) from cells c {distinct} "
                                                     "group by c.input, m.problem", args):
