@@ -18,6 +18,11 @@ class KbmError(Exception):
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
+def one_line(e: BaseException) -> str:
+    """Any exception as one line: a KbmError's own, else its type and message."""
+    return e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+
+
 class ProblemError(KbmError):
     """A problem file is missing, malformed, or its reference fails."""
 

@@ -18,7 +18,7 @@ from kbm_toolkit.cuda.launch_checks import check_launch
 from kbm_toolkit.cuda.launch_guard import guard
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.cuda.signatures import Signature, kernel_signatures
-from kbm_toolkit.errors import KbmError, SubstrateError
+from kbm_toolkit.errors import SubstrateError, one_line
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate, substrate_for
 from kbm_toolkit.problems.tensors import init_inputs
@@ -163,5 +163,5 @@ def check_substrate(problem: Problem, arch: str) -> StaticCheck:
         result.shapes = len(shapes)
         result.launches = sum(len(dry_run(problem, substrate, shape).launches) for shape in shapes)
     except Exception as e:  # report every substrate, whatever breaks in one
-        result.error = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+        result.error = one_line(e)
     return result

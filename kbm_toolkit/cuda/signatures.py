@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from kbm_toolkit.errors import SubstrateError
 from kbm_toolkit.problems.substrate import Substrate
 
-_ENTRY_RE = re.compile(
+ENTRY_RE = re.compile(
     r'extern\s+"C"\s+__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+'
     r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)",
     re.S,
 )
+"""An `extern "C" __global__` kernel's head: group 1 its name, group 2 its parameter list."""
 _QUALIFIERS = {"const", "__restrict__", "restrict", "volatile", "struct"}
 
 SCALAR_TYPES: dict[str, str] = {
@@ -50,7 +51,7 @@ class Signature:
 def entry_points(source: str, where: str = "kernel.cu") -> dict[str, Signature]:
     """Every `extern "C" __global__` entry point in `source`, by name."""
     found: dict[str, Signature] = {}
-    for m in _ENTRY_RE.finditer(_strip_comments(source)):
+    for m in ENTRY_RE.finditer(_strip_comments(source)):
         name, params = m.group(1), m.group(2).strip()
         parsed = tuple(_param(p, name, where) for p in params.split(",")) if params not in ("", "void") else ()
         found[name] = Signature(name, parsed)

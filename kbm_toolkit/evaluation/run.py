@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from kbm_toolkit.cuda.redzone import configured as configured_redzones
-from kbm_toolkit.errors import KbmError
+from kbm_toolkit.errors import one_line
 from kbm_toolkit.evaluation.collect import Collector
 from kbm_toolkit.evaluation.compiling import abandon, compile_pool
 from kbm_toolkit.evaluation.driver import run_problem
@@ -223,7 +223,7 @@ class _Run:
                 try:
                     self.work.put(planned.result())
                 except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
-                    why = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+                    why = one_line(e)
                     self.results.put((problem.key, {"kind": RecordKind.PROBLEM, "verdict": f"error: {why}"}))
         except RuntimeError:  # submitting to the pool the stopped run has just abandoned
             if not self.stop.is_set():

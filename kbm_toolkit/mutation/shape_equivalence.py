@@ -25,7 +25,7 @@ from kbm_toolkit.cuda.cubin import changed_kernels, sections
 from kbm_toolkit.cuda.dryrun import Launch, meta_case, record_launches
 from kbm_toolkit.cuda.nvrtc import compile_source, nvrtc_version
 from kbm_toolkit.cuda.signatures import entry_points
-from kbm_toolkit.errors import KbmError
+from kbm_toolkit.errors import one_line
 from kbm_toolkit.mutation.mutants import Mutant, generate
 from kbm_toolkit.mutation.positions import stored
 from kbm_toolkit.mutation.rules import load_rules
@@ -90,7 +90,7 @@ def shape_case(problem: Problem, substrate: Substrate, spec: InputSpec) -> Shape
         shape.launches, out = record_launches(substrate, shape.model, shape.inputs)
         shape.output = _describe(out)
     except Exception as e:  # any problem or launcher that cannot run on meta: undecided there
-        shape.error = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+        shape.error = one_line(e)
     return shape
 
 
@@ -153,7 +153,7 @@ class Judge:
                                                 launcher_source=mutant.launcher_source)
             except Exception as e:  # a launch the mutant's launcher gets wrong: it differs
                 return Verdict(mutant.id, shape.key, DIFFERS,
-                               e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}")
+                               one_line(e))
             same = launches == shape.launches and _describe(out) == shape.output
             return Verdict(mutant.id, shape.key, SAME if same else DIFFERS,
                            "the same launches" if same else "other launches")
@@ -166,7 +166,7 @@ class Judge:
             after = self._sections(specialized_source(mutant.kernel_source, configs))
         except Exception as e:  # a specialised source NVRTC rejects: undecided, said
             return Verdict(mutant.id, shape.key, UNDECIDED,
-                           e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}")
+                           one_line(e))
         same = not changed_kernels(before, after, entry_points(original))
         launches = sum(len(c) for c in configs.values())
         return Verdict(mutant.id, shape.key, SAME if same else DIFFERS,
@@ -254,7 +254,7 @@ def judge_problems(store: Any, problems: list[Problem], arch: str, workers: int 
             try:
                 rows = future.result()
             except Exception as e:  # one problem that cannot be judged stops no other
-                result.skipped[key] = e.line() if isinstance(e, KbmError) else f"{type(e).__name__}: {e}"
+                result.skipped[key] = one_line(e)
                 continue
             store.record_shape_verdicts(rows, arch, nvrtc_version())
             result.judged[key] = len(task.mutants)

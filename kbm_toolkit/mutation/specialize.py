@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kbm_toolkit.cuda.signatures import _ENTRY_RE, Signature, entry_points
+from kbm_toolkit.cuda.signatures import ENTRY_RE, Signature, entry_points
 from kbm_toolkit.mutation.cuda_source import CudaSource
 
 DIMS = re.compile(r"\b(blockDim|gridDim)\s*\.\s*([xyz])\b")
@@ -52,10 +52,10 @@ def definitions(source: str) -> dict[str, Definition]:
     """Every `extern "C" __global__` kernel defined in `source`, by name."""
     code = CudaSource(source)
     found = {}
-    for m in _ENTRY_RE.finditer(source):
+    for m in ENTRY_RE.finditer(source):
         if not code.is_code(m.start(1), m.end(1)):
             continue  # a kernel in a comment
-        opened = m.end(2) - len(m.group(2)) - 1
+        opened = m.start(2) - 1
         closed = code.matching(opened, "(", ")")
         brace = code.code.find("{", closed) if closed is not None else -1
         if closed is None or brace < 0 or code.code[closed + 1:brace].strip(" \t\n;"):
