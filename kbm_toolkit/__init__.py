@@ -39,6 +39,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     # mutation: rules and the campaign (NVRTC, no GPU); the static check (torch's meta device, NVRTC)
     "kbm_toolkit.mutation.rules": ("Rule", "RuleError", "load_rules", "site_counts"),
     "kbm_toolkit.mutation.campaign": ("mutate_problems",),
+    "kbm_toolkit.mutation.shape_equivalence": ("judge_problems",),
     "kbm_toolkit.cuda.dryrun": ("check_substrate",),
     # analysis: queries over the store, no GPU
     "kbm_toolkit.analysis.matrix": ("Matrix", "load_matrices"),

@@ -21,9 +21,9 @@ API_DOC = REPO / "docs" / "api.md"
 HEAVY = ("torch", "cuda", "textual")
 """Packages that `import kbm_toolkit` and the examples must not load."""
 
-LOADS_TORCH = {"check_substrate"}
-"""Public names whose module imports torch when the name is first used (the static check runs
-launchers on torch's meta device). Every other name loads none of HEAVY."""
+LOADS_TORCH = {"check_substrate", "judge_problems"}
+"""Public names whose module imports torch when the name is first used (the static check and
+`kbm equivalence` run launchers on torch's meta device). Every other name loads none of HEAVY."""
 
 GPU_ENTRY_POINTS = ("fill_matrix", "RunRequest", "gate_problems")
 """Names exported from `kbm_toolkit.evaluation`, whose modules are being reorganised: they must keep resolving."""
