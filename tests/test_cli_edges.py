@@ -628,3 +628,17 @@ def test_init_bench_over_a_file_is_one_line(runner: CliRunner, tmp_path: Path) -
     result = runner.invoke(cli, ["init-bench", str(tmp_path / "taken"), "--name", "mine"])
     assert result.exit_code == ExitCode.USAGE and "is a file" in result.output
     assert (tmp_path / "taken").read_text() == "a file"
+
+
+def test_equivalence_with_no_mutants_to_judge_says_why_and_exits_bad_input(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["--store", str(tmp_path / "s.db"), "equivalence", "demo/1"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    assert [line for line in result.output.splitlines() if line] == [  # the progress bar leaves a blank line
+        "skipped demo/1_LeakyReLU: no distinct mutants at its current source (kbm mutate)",
+        "Error: nothing judged: no selected problem has distinct mutants here (kbm mutate)"]
+
+
+def test_equivalence_refuses_a_shipped_store_it_would_write(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--store", "@demo", "equivalence", "demo/1"])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert "read-only; this command writes" in result.output

@@ -125,6 +125,9 @@ def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch
     unmutated = sum(k not in named and why.startswith(NO_MUTANTS) for k, why in judged.skipped.items())
     if unmutated:
         click.echo(f"({unmutated} of the selected problems have no distinct mutants here)")
+    if not judged.judged and not judged.settled:
+        click.echo("Error: nothing judged: no selected problem has distinct mutants here (kbm mutate)", err=True)
+        sys.exit(ExitCode.BAD_INPUT)
     click.echo(f"Judged {sum(judged.judged.values()):,} mutants of {len(judged.judged)} problems"
                f" ({judged.settled:,} settled before).")
     click.echo(f"{'family':<16} {'distinct':>9} {'judged':>8} {'same code, official shapes':>28} "
@@ -132,9 +135,6 @@ def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch
     for family, c in table:
         click.echo(f"{family:<16} {c['distinct']:>9,} {c['judged']:>8,} {c['official']:>28,} {c['every']:>18,} "
                    f"{c['undecided']:>10,}")
-    if not judged.judged and not judged.settled:
-        click.echo("Error: nothing judged: no selected problem has distinct mutants here (kbm mutate)", err=True)
-        sys.exit(ExitCode.BAD_INPUT)
 
 
 @command("mutants")
