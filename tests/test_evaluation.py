@@ -339,6 +339,26 @@ def test_witnesses_and_verdicts_are_queries(tmp_path: Path, monkeypatch: pytest.
     assert all(not store.witnesses(m, tolerance=1.0) for m in ids)  # 0.5 passes at tolerance 1
 
 
+def test_a_run_launches_nothing_kbm_equivalence_proved_and_scoring_misses_no_cell_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.analysis.matrix import load_matrices
+
+    store, ids = seeded_store(tmp_path / "s.db")
+    proven, other = ids[0], ids[1]
+    official = InputSpec.make("demo/3_LayerNorm", 1).shape_key  # the three trials' shapes
+    store.record_shape_verdicts([{"mutant": proven, "shape": official, "same": 1, "note": ""},
+                                 {"mutant": other, "shape": official, "same": 0, "note": ""}], "sm_90", "13.0")
+    evaluate(store, monkeypatch, {})
+    (mx,) = load_matrices(store)
+    inputs = {s.id for s in specs_for(mx.problem)}
+    measured = set(cells(store))
+    assert not {(proven, i) for i in inputs} & measured  # the probe, at another shape, still ran it
+    assert {(m, i) for m in set(ids) - {proven} for i in inputs} <= measured
+    assert all(mx.proven.get(i) == {proven} and not mx.missing(i, set()) for i in inputs)
+    evaluate(store, monkeypatch, {})  # nothing left to measure: a second run adds no cell
+    assert set(cells(store)) == measured
+
+
 RUNNER = """
 import json, sys
 sys.path.insert(0, {tests!r})

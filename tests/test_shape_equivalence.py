@@ -90,6 +90,11 @@ def test_a_mutant_that_only_a_fixed_parameter_hides_is_the_same_there_and_differ
     assert verdicts(problem, substrate, mutants["step-div"], [{}, {"step": 2}]) == [SAME, DIFFERS]
 
 
+def test_a_shape_the_original_cannot_run_at_is_left_undecided_and_judging_goes_on(case) -> None:
+    problem, substrate, mutants = case
+    assert verdicts(problem, substrate, mutants["step-div"], [{}, {"n": -5}, {"step": 2}]) == [SAME, None, DIFFERS]
+
+
 def test_a_change_to_the_values_differs_at_the_first_shape_and_judging_stops_there(case) -> None:
     problem, substrate, mutants = case
     assert verdicts(problem, substrate, mutants["double-to-triple"], [{}, {"n": 1000}]) == [DIFFERS]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem, problem_from_row
-from kbm_toolkit.vocabulary import STOPPING_OUTCOMES
+from kbm_toolkit.vocabulary import SAME_CODE, STOPPING_OUTCOMES
 
 
 @dataclass
@@ -27,6 +29,10 @@ class Matrix:
     details: dict[tuple[str, str], tuple[float | None, dict[str, float | None]]] | None = None
     """(mutant, input) -> (max_abs, other margins) for the cells loaded, when loaded with `details`:
     what judging at another atol/rtol ratio or against another reference reads (`judged`)."""
+    proven: dict[str, set[str]] = field(default_factory=dict)
+    """Input -> the mutants without a cell on it that run the original's machine code at its shapes
+    (`kbm equivalence`): their outcome is the correct kernel's, so no cell is missing there (a run
+    does not launch them)."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
     _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] | None = field(default=None, repr=False)
@@ -43,7 +49,7 @@ class Matrix:
         so no cell can change their verdict)."""
         if self.evaluated.get(input_id, 0) >= len(self.mutants):
             return set()
-        have = self.present.get(input_id, set())
+        have = self.present.get(input_id, set()) | self.proven.get(input_id, set())
         return {m for m in self.mutants if m not in have and m not in excused}
 
     def column(self, input_id: str) -> dict[str, tuple[str, float | None]]:
@@ -75,9 +81,25 @@ def load_matrices(store: Any, floor: float | None = None, full_rows: bool = Fals
     decides what the floor leaves out): what protocols judging otherwise than allclose at
     atol = rtol against strict fp32 need.
     """
+    rows = store.matrix_rows(floor, full_rows, sample, details)
+    verdicts = store.shape_verdicts()
     return [Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"], r["evaluated"],
-                   r["present"], r["details"] if details else None)
-            for key, r in store.matrix_rows(floor, full_rows, sample, details).items()]
+                   r["present"], r["details"] if details else None, _proven(r, verdicts))
+            for key, r in rows.items()]
+
+
+def _proven(row: dict[str, Any], verdicts: dict[str, dict[str, int | None]]) -> dict[str, set[str]]:
+    """Input -> the problem's scored mutants with no cell on it that run the original's code at its
+    shapes (`Matrix.proven`); only inputs some mutant lacks a cell on can have any."""
+    gaps = [i for i in row["checks"] if row["evaluated"].get(i, 0) < len(row["mutants"])]
+    found: dict[str, set[str]] = {}
+    for i in gaps:
+        shape = InputSpec.from_record(json.loads(row["checks"][i]["spec"])).shape_key
+        have = row["present"].get(i, set())
+        proven = {m for m in row["mutants"] if m not in have and verdicts.get(m, {}).get(shape) == SAME_CODE}
+        if proven:
+            found[i] = proven
+    return found
 
 
 def valid_at(check: dict[str, Any] | None, t: float) -> bool:

@@ -15,9 +15,7 @@ from typing import Any, Iterable
 
 from kbm_toolkit.analysis.matrix import Matrix
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.vocabulary import FAMILIES
-
-SAME = 1
+from kbm_toolkit.vocabulary import FAMILIES, SAME_CODE
 
 
 def shape_keys(mx: Matrix, inputs: Iterable[str]) -> set[str]:
@@ -36,7 +34,7 @@ def bound(verdicts: dict[str, int | None], shapes: set[str]) -> bool | None:
     not judged at every one (or undecided at one), so not known."""
     if any(verdicts.get(s) == 0 for s in shapes):
         return False
-    return True if shapes and all(verdicts.get(s) == SAME for s in shapes) else None
+    return True if shapes and all(verdicts.get(s) == SAME_CODE for s in shapes) else None
 
 
 def shape_bound(verdicts: dict[str, dict[str, int | None]], mutants: dict[str, set[str]],

@@ -83,10 +83,13 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
 @click.option("--level", help="Every problem of this level with a substrate.")
 @click.option("--arch", help="Compile for this target (default sm_90).")
 @click.option("--workers", type=click.IntRange(1), help="Judging processes (default: one per core).")
+@click.option("--inputs", "source", metavar="SOURCE",
+              help="Also judge at the shapes of these inputs (a protocol, as `kbm run --inputs` takes it), "
+                   "before they run: `kbm run` then launches no pair proven the same.")
 @json_option
 @click.pass_obj
 def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,
-                workers: int | None, as_json: bool) -> None:
+                workers: int | None, source: str | None, as_json: bool) -> None:
     """Prove which mutants no values at an input's shapes can witness, without a GPU.
 
     For each distinct mutant and each shape its problem's inputs build (the official one, then
@@ -94,23 +97,26 @@ def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch
     mutant changed is compiled once per launch with that launch's sizes and scalars written in. The
     same machine code as the original's (for a launcher mutant: the same launches) is a proof that
     no values at that shape can witness it. Verdicts go to the store; mutants already settled are
-    not judged again. Prints, per family, those that run the original's code at the official
-    shapes and at every valid input's shapes.
+    not judged again, and `kbm run` launches no mutant at an input whose shapes it was proven the
+    same at (its outcome is the correct kernel's). Prints, per family, those that run the
+    original's code at the official shapes and at every valid input's shapes.
 
     Example: kbm --store kb.db equivalence --level level1
     """
     from kbm_toolkit.analysis.matrix import load_matrices
     from kbm_toolkit.analysis.shape_bound import equivalence_table
     from kbm_toolkit.cuda.nvrtc import DEFAULT_ARCH
+    from kbm_toolkit.evaluation.input_sources import resolve
     from kbm_toolkit.mutation.shape_equivalence import NO_MUTANTS, judge_problems
     from kbm_toolkit.report.pipeline import progress_bar
 
     store = obj.store()
     selected = obj.substrate_problems(problems, level)
+    extra = resolve(source, obj.problems().problems(), store.protocol_toml) if source else None
     with progress_bar() as progress:
         task = progress.add_task("judging problems", total=len(selected))
         judged = judge_problems(store, selected, arch or DEFAULT_ARCH, workers,
-                                on_problem=lambda key, n: progress.advance(task))
+                                on_problem=lambda key, n: progress.advance(task), extra=extra)
     keys = {p.key for p in selected}
     table = equivalence_table(store.shape_verdicts(), [mx for mx in load_matrices(store, floor=float("inf"))
                                                        if mx.problem.key in keys])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.errors import KbmError
@@ -19,7 +19,7 @@ from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.seeds import trial_seeds
 from kbm_toolkit.problems.substrate import Substrate, substrate_for
 from kbm_toolkit.store import in_sample
-from kbm_toolkit.vocabulary import REFERENCE_RAISED, STOPPING_OUTCOMES, MutantStatus
+from kbm_toolkit.vocabulary import REFERENCE_RAISED, SAME_CODE, STOPPING_OUTCOMES, MutantStatus
 
 
 @dataclass
@@ -117,7 +117,7 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
     `first_kill` (the run's protocols), also what its stored cells already settle on `specs`; with
     `margins`, which valid inputs of `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
-    done = set(stored)
+    done = set(stored) | proven_pairs(store, rows, [*specs, *([probe_input] if probe_input else [])])
     checks = {i: c for i, c in store.checked_inputs(problem.key, sh).items() if not check_again(c)}
     invalid = {i for i, c in checks.items() if not c["valid"]}
     done |= {(m, i) for m in rows for i in invalid}
@@ -137,6 +137,14 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
     return StoredProgress(done, checked, settled, stopped_on(store, [probe_input] if probe_input else []),
                           # under --first-kill a stored crash settles its protocols like any detection
                           set() if settled else stopped_on(store, specs), recheck)
+
+
+def proven_pairs(store: Any, mutants: Iterable[str], specs: list[InputSpec]) -> set[tuple[str, str]]:
+    """The (mutant, input) pairs no launch need measure: `kbm equivalence` proved the mutant runs
+    the original's machine code at the input's shapes, so its output there is the correct kernel's
+    (scoring reads them so too, `analysis.matrix`)."""
+    verdicts = store.shape_verdicts(mutants)
+    return {(m, s.id) for m, found in verdicts.items() for s in specs if found.get(s.shape_key) == SAME_CODE}
 
 
 def mutants_with_work(progress: StoredProgress, rows: dict[str, dict[str, Any]], specs: list[InputSpec],

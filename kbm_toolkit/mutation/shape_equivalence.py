@@ -35,9 +35,9 @@ from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
 from kbm_toolkit.problems.tensors import hidden_inputs
 from kbm_toolkit.store.sampling import in_sample
-from kbm_toolkit.vocabulary import MutantStatus
+from kbm_toolkit.vocabulary import SAME_CODE, MutantStatus
 
-SAME, DIFFERS, UNDECIDED = 1, 0, None
+SAME, DIFFERS, UNDECIDED = SAME_CODE, 0, None
 """A verdict at one shape: the same machine code (or launches), different ones, or not decided
 (the dry run or a compile failed: the note says which)."""
 
@@ -131,7 +131,8 @@ class Judge:
         return self._images[source]
 
     def judge(self, mutant: Mutant) -> Iterator[Verdict]:
-        """The mutant's verdict at each shape in turn, up to the first where it differs."""
+        """The mutant's verdict at each shape in turn, up to the first where it differs (one left
+        undecided, where the dry run or a compile failed, stops nothing)."""
         changed: set[str] = set()
         if mutant.target == "kernel":
             if entry_points(mutant.kernel_source) != entry_points(self.substrate.source):
@@ -141,7 +142,7 @@ class Judge:
         for shape in self.shapes:
             verdict = self._at(mutant, shape, changed)
             yield verdict
-            if verdict.same != SAME:
+            if verdict.same == DIFFERS:
                 return
 
     def _at(self, mutant: Mutant, shape: Shape, changed: set[str]) -> Verdict:
@@ -193,9 +194,9 @@ def judge_task(task: ProblemTask) -> list[dict[str, Any]]:
 
 
 def judged_already(verdicts: dict[str, int | None], shapes: set[str]) -> bool:
-    """Whether stored verdicts settle a mutant at `shapes`: one shape where it differs or was not
-    decided (judging stops there), or the same code at every one of them."""
-    return any(v != SAME for v in verdicts.values()) or shapes <= set(verdicts)
+    """Whether stored verdicts settle a mutant at `shapes`: one shape where it differs (judging
+    stops there), or a verdict at every one of them."""
+    return any(v == DIFFERS for v in verdicts.values()) or shapes <= set(verdicts)
 
 
 def stored_specs(store: Any, problem: Problem, substrate_hash: str) -> list[InputSpec]:
@@ -220,10 +221,12 @@ class Judged:
 
 
 def judge_problems(store: Any, problems: list[Problem], arch: str, workers: int | None = None,
-                   on_problem: Callable[[str, int], None] | None = None) -> Judged:
+                   on_problem: Callable[[str, int], None] | None = None,
+                   extra: Callable[[Problem], list[InputSpec]] | None = None) -> Judged:
     """Judge every distinct mutant of `problems` (at their current substrates; of a problem evaluated
-    on a sample, those in it, which scoring reads) at the shapes of the official input and of every
-    input the store found valid, in `workers` processes, keeping each problem's verdicts as it
+    on a sample, those in it, which scoring reads) at the shapes of the official input, of every
+    input the store found valid and of `extra`'s inputs (a protocol's, before it runs: `kbm run`
+    then launches nothing proven), in `workers` processes, keeping each problem's verdicts as it
     finishes; mutants stored verdicts settle already are left as they are."""
     rules, result, tasks = load_rules(), Judged(), []
     shares = store.samples()
@@ -237,7 +240,7 @@ def judge_problems(store: Any, problems: list[Problem], arch: str, workers: int 
         if not rows:
             result.skipped[problem.key] = NO_MUTANTS
             continue
-        specs = stored_specs(store, problem, substrate.content_hash)
+        specs = stored_specs(store, problem, substrate.content_hash) + (extra(problem) if extra else [])
         shapes = {s.shape_key for s in specs}
         known = store.shape_verdicts(r["id"] for r in rows)
         todo = [r for r in rows if not judged_already(known.get(r["id"], {}), shapes)]
