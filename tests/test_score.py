@@ -234,3 +234,10 @@ def test_the_witness_search_is_open_where_a_denominator_lacks_cells_on_an_unwitn
     report = audit(KB, load_matrices(store), [KB, KBV])
     assert report["witness_search_open"] == {"mutants": 1, "by": {"kbv": 1}}  # A is witnessed already
     assert report["witnessed"] == whole["witnessed"]  # the denominator as it stands: the open search is said
+    assert audit(KBV, load_matrices(store), [KB, KBV])["missing"]["cells"] == {"demo/1_LeakyReLU": 2}
+    # kbm equivalence proves D runs the original's code at every shape kbv's inputs build: out of its reach
+    shapes = {s.shape_key for s in KBV.specs(demo.get("demo/1"))}
+    store.record_shape_verdicts([{"mutant": "D", "shape": k, "same": 1, "note": ""} for k in shapes], "sm_90", "13")
+    proved = audit(KB, load_matrices(store), [KB, KBV])
+    assert proved["witness_search_open"] == {"mutants": 0, "by": {}}
+    assert audit(KBV, load_matrices(store), [KB, KBV])["missing"]["cells"] == {}  # its lacking cells are no gap

@@ -33,6 +33,8 @@ class Matrix:
     """Input -> the mutants without a cell on it that run the original's machine code at its shapes
     (`kbm equivalence`): their outcome is the correct kernel's, so no cell is missing there (a run
     does not launch them)."""
+    same_code: dict[str, set[str]] = field(default_factory=dict)
+    """Mutant -> the shapes (`InputSpec.shape_key`) where it runs the original's machine code."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
     _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] | None = field(default=None, repr=False)
@@ -82,21 +84,27 @@ def load_matrices(store: Any, floor: float | None = None, full_rows: bool = Fals
     atol = rtol against strict fp32 need.
     """
     rows = store.matrix_rows(floor, full_rows, sample, details)
-    verdicts = store.shape_verdicts()
-    return [Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"], r["evaluated"],
-                   r["present"], r["details"] if details else None, _proven(r, verdicts))
-            for key, r in rows.items()]
+    same: dict[str, set[str]] = {}
+    for m, found in store.shape_verdicts().items():
+        same[m] = {shape for shape, v in found.items() if v == SAME_CODE}
+    matrices = []
+    for key, r in rows.items():
+        mine = {m: same[m] for m in r["mutants"] if same.get(m)}
+        matrices.append(Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"],
+                               r["evaluated"], r["present"], r["details"] if details else None,
+                               _proven(r, mine), mine))
+    return matrices
 
 
-def _proven(row: dict[str, Any], verdicts: dict[str, dict[str, int | None]]) -> dict[str, set[str]]:
+def _proven(row: dict[str, Any], same: dict[str, set[str]]) -> dict[str, set[str]]:
     """Input -> the problem's scored mutants with no cell on it that run the original's code at its
     shapes (`Matrix.proven`); only inputs some mutant lacks a cell on can have any."""
-    gaps = [i for i in row["checks"] if row["evaluated"].get(i, 0) < len(row["mutants"])]
+    gaps = [i for i in row["checks"] if row["evaluated"].get(i, 0) < len(row["mutants"])] if same else []
     found: dict[str, set[str]] = {}
     for i in gaps:
         shape = InputSpec.from_record(json.loads(row["checks"][i]["spec"])).shape_key
         have = row["present"].get(i, set())
-        proven = {m for m in row["mutants"] if m not in have and verdicts.get(m, {}).get(shape) == SAME_CODE}
+        proven = {m for m, shapes in same.items() if shape in shapes and m not in have}
         if proven:
             found[i] = proven
     return found

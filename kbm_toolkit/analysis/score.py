@@ -46,6 +46,9 @@ class ProtocolResult:
     """Per problem, each valid input's killed mutants (shared with the matrix's cache, not copied)."""
     undecided_mutants: dict[str, set[str]] = field(default_factory=dict)
     """Per problem, the mutants it has not detected whose missing cells could still detect them."""
+    out_of_reach: dict[str, set[str]] = field(default_factory=dict)
+    """Per problem, the mutants that run the original's machine code at the shape of every one of
+    the protocol's inputs (`kbm equivalence`): none of them, checked or not, can detect them."""
     unavailable: dict[str, str] = field(default_factory=dict)
     """Problems whose specs could not be built here (e.g. a hook needs the problem file)."""
     judging: Judging | None = None
@@ -83,6 +86,8 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
         except KbmError as e:
             result.unavailable[key] = e.line()
             continue
+        shapes = {spec.shape_key for spec in specs}
+        result.out_of_reach[key] = {m for m, same in mx.same_code.items() if shapes and shapes <= same}
         valid = []
         for spec in specs:
             check = mx.checks.get(spec.id)
@@ -260,7 +265,8 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
 
 def open_witnesses(results: list[ProtocolResult], matrices: list[Matrix], wit: dict[str, set[str]]) -> dict[str, Any]:
     """The mutants no denominator protocol witnesses that one still could, from cells it lacks or
-    inputs it never checked: a denominator short of them may grow. {"mutants": N, "by": {protocol: n}}."""
+    inputs it never checked (not those `kbm equivalence` proved out of its reach): a denominator
+    short of them may grow. {"mutants": N, "by": {protocol: n}}."""
     unwitnessed = {mx.problem.key: mx.mutants.keys() - wit.get(mx.problem.key, set()) for mx in matrices}
     every: set[tuple[str, str]] = set()
     by: dict[str, int] = {}
@@ -268,7 +274,7 @@ def open_witnesses(results: list[ProtocolResult], matrices: list[Matrix], wit: d
         mine: set[tuple[str, str]] = set()
         for key, left in unwitnessed.items():
             could = left if r.missing_checks.get(key) else r.undecided_mutants.get(key, set()) & left
-            mine |= {(key, m) for m in could}
+            mine |= {(key, m) for m in could - r.out_of_reach.get(key, set())}
         if mine:
             by[r.protocol] = len(mine)
             every |= mine
