@@ -24,7 +24,8 @@ that every figure the record lacks the room for agrees with one it has.
 fuzz-shapes has since left out the inputs that grow a size past twice its official value
 (`max_growth`); the record's fuzz-shapes had them, and so it has here. The probe, the input every
 run screens each mutant on, has since become a protocol (`probe`), so its kills are witnesses; the
-record had no such protocol, and here none is installed."""
+record had no such protocol, and here none is installed. Nor had the record `kbm equivalence`'s
+shape verdicts, which settle (mutant, input) pairs no cell was measured on: the copy drops them."""
 
 from __future__ import annotations
 
@@ -89,6 +90,8 @@ def as_recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                 store.db.execute("delete from cells where run >= ?", [redo])
             # the protocols runs since were given by path (kb-targets): a kept one joins the default denominator
             store.db.execute("delete from protocols")
+            # nor had it kbm equivalence's verdicts, which settle pairs no cell was measured on
+            store.db.execute("delete from shape_verdicts")
             if name == "kernelbench":
                 marks = ",".join("?" * len(QUARANTINED_SINCE))
                 store.db.execute(f"update mutants set status = 'distinct', message = null where id in ({marks}) "
