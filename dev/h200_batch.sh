@@ -63,7 +63,8 @@ ending() {  # a log's last two lines with text: a run's summary, or where it sto
 left() { local l=$(( BUDGET_S - ($(date +%s) - begin) )); echo $(( l > 1 ? l : 1 )); }
 stop_at() {  # run a command for at most $1 s: SIGINT, and SIGKILL 20 s later (timeout -k); at 15 s, SIGUSR1,
             # on which kbm prints every thread's stack: a stop that overruns its grace says where it hung
-    local limit=$1 shell=$BASHPID; shift  # this shell, a subshell when the step runs it in the background
+    local limit=$(( $1 > 1 ? $1 : 1 )) shell=$BASHPID; shift  # `left` minus a margin can fall below 1: timeout
+    # then read "-25" as an option and ran nothing (list-shapes' level-3 targets, 2026-12-05)
     ( sleep $(( limit + 15 )); for t in $(pgrep -P "$shell" -x timeout); do pkill -USR1 -P "$t"; done ) & local watch=$!
     timeout -k 20 -s INT "$limit" "$@"; local rc=$?
     kill "$watch" 2>/dev/null
@@ -358,8 +359,9 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
         list-shapes)  # the inputs a list-valued size once broke in every reference (docs/kernelbench-pool.md, "A fault
                       # of kbm's own"), on the kb store and the level-3 store: each problem gated again, the probe
                       # run on all its mutants, its targeted inputs checked again and run on kernelbench's survivors
-            kb_store; l3_store
-            for db in "$KB_STORE" /tmp/l3-live.db; do
+            stores=(); [[ "${LIST_STORES:-kb l3}" == *kb* ]] && { kb_store; stores+=("$KB_STORE"); }
+            [[ "${LIST_STORES:-kb l3}" == *l3* ]] && { l3_store; stores+=(/tmp/l3-live.db); }  # LIST_STORES=l3: resume one
+            for db in "${stores[@]}"; do
                 tag=$(basename "$db" .db)
                 problems=$(python3 -c 'import sqlite3, sys; print(" ".join(sorted({r[0] for r in sqlite3.connect(sys.argv[1]).execute(
                     "select problem from gate_inputs where note like ? union select i.problem from input_checks k "
@@ -367,15 +369,19 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 [ -z "$problems" ] && { echo "$tag: no input a list-valued size broke"; continue; }
                 # the whole protocol again, never a few problems' (it replaces the one the store keeps)
                 emit=.kbm/kb-targets; level=(); [ "$db" = /tmp/l3-live.db ] && { emit=.kbm/l3-targets; level=(--level level3); }
+                # a sampled store (level 3: 3%) is run on its own share: without --sample a run widens it to every mutant
+                share=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(
+                    "select max(sample) from problems").fetchone()[0] or "")' "$db")
+                sample=(); [ -n "$share" ] && sample=(--sample "$share")
                 kbm_l=(python3 -m kbm_toolkit --store "$db" --kernelbench third_party/KernelBench
                        --kbv third_party/kernel_bench_verified)  # an array: `timeout` runs only programs
                 stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" gate $problems > "$OUT/logs/list-gate-$tag.txt" 2>&1
                 echo "$tag gate again: exit $?; $(grep -c ': passed' "$OUT/logs/list-gate-$tag.txt") passed of $(wc -w <<< "$problems")"
-                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" run --inputs probe --workers "${WORKERS:-2}" $problems \
+                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" run --inputs probe "${sample[@]}" --workers "${WORKERS:-2}" $problems \
                     > "$OUT/logs/list-probe-$tag.txt" 2>&1
                 echo "$tag probe: exit $?; $(ending "$OUT/logs/list-probe-$tag.txt")"
                 stop_at "$(( $(left) - 60 ))" "${kbm_l[@]}" targets "${level[@]}" --out "$emit" > "$OUT/logs/list-targets-$tag.txt" 2>&1
-                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" run --inputs "$emit" --survivors-of kernelbench --first-kill \
+                stop_at "$(( $(left) - 25 ))" "${kbm_l[@]}" run --inputs "$emit" --survivors-of kernelbench --first-kill "${sample[@]}" \
                     --workers "${WORKERS:-2}" $problems > "$OUT/logs/list-run-$tag.txt" 2>&1
                 echo "$tag targets on kernelbench's survivors: exit $?; $(ending "$OUT/logs/list-run-$tag.txt")"
             done
