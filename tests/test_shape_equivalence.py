@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from kbm_toolkit.analysis.matrix import Matrix
 from kbm_toolkit.analysis.shape_bound import bound, equivalence_table, shape_bound
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.mutation.mutants import generate
 from kbm_toolkit.mutation.shape_equivalence import DIFFERS, SAME, Judge, shapes_of
 from kbm_toolkit.mutation.specialize import LaunchConfig, definitions, literal, specialized_source
 from kbm_toolkit.problems.input_spec import InputSpec
+from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import substrate_for
 from support import problem_from_source, rule
 
@@ -139,12 +141,6 @@ def test_shape_bound_needs_every_shape_and_counts_what_is_not_judged() -> None:
     assert bound({"a": 1, "b": None}, {"a", "b"}) is None
 
 
-class _Mx:
-    def __init__(self, key: str, mutants: dict, checks: dict) -> None:
-        from kbm_toolkit.problems.problem import Problem
-
-        self.problem = Problem(key, "mine", 1, "X", Path("x.py"), "mine")
-        self.mutants, self.checks = mutants, checks
 
 
 def test_shape_bound_and_the_table_read_verdicts_against_the_inputs_shapes() -> None:
@@ -153,15 +149,16 @@ def test_shape_bound_and_the_table_read_verdicts_against_the_inputs_shapes() -> 
     official, odd = InputSpec.make("mine/1_X", 1), InputSpec.make("mine/1_X", 1, shape={"n": 7})
     checks = {official.id: {"spec": json.dumps(official.record()), "valid": 1},
               odd.id: {"spec": json.dumps(odd.record()), "valid": 1}}
-    mx = _Mx("mine/1_X", {"m1": {"family": "boundary", "rule": "r"}, "m2": {"family": "boundary", "rule": "r"},
-                          "m3": {"family": "arithmetic", "rule": "q"}}, checks)
     verdicts = {"m1": {official.shape_key: 1, odd.shape_key: 1}, "m2": {official.shape_key: 1, odd.shape_key: 0},
                 "m3": {official.shape_key: 0}}
-    found = shape_bound(verdicts, {"mine/1_X": {"m1", "m2"}}, [mx], {"mine/1_X": [official.id, odd.id]})
+    mx = Matrix(Problem("mine/1_X", "mine", 1, "X", Path("x.py"), "mine"),
+                {"m1": {"family": "boundary", "rule": "r"}, "m2": {"family": "boundary", "rule": "r"},
+                 "m3": {"family": "arithmetic", "rule": "q"}}, checks, {}, verdicts=verdicts)
+    found = shape_bound({"mine/1_X": {"m1", "m2"}}, [mx], {"mine/1_X": [official.id, odd.id]})
     assert (found["mutants"], found["bound"], found["unjudged"]) == (2, 1, 0)
-    only_official = shape_bound(verdicts, {"mine/1_X": {"m1", "m2"}}, [mx], {"mine/1_X": [official.id]})
+    only_official = shape_bound({"mine/1_X": {"m1", "m2"}}, [mx], {"mine/1_X": [official.id]})
     assert only_official["bound"] == 2
-    table = dict(equivalence_table(verdicts, [mx]))
+    table = dict(equivalence_table([mx]))
     assert (table["boundary"]["official"], table["boundary"]["every"]) == (2, 1)
     assert (table["all"]["distinct"], table["all"]["judged"], table["arithmetic"]["official"]) == (3, 3, 0)
 

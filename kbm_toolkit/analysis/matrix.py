@@ -29,15 +29,34 @@ class Matrix:
     details: dict[tuple[str, str], tuple[float | None, dict[str, float | None]]] | None = None
     """(mutant, input) -> (max_abs, other margins) for the cells loaded, when loaded with `details`:
     what judging at another atol/rtol ratio or against another reference reads (`judged`)."""
-    proven: dict[str, set[str]] = field(default_factory=dict)
-    """Input -> the mutants without a cell on it that run the original's machine code at its shapes
-    (`kbm equivalence`): their outcome is the correct kernel's, so no cell is missing there (a run
-    does not launch them)."""
-    same_code: dict[str, set[str]] = field(default_factory=dict)
-    """Mutant -> the shapes (`InputSpec.shape_key`) where it runs the original's machine code."""
+    verdicts: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    """Mutant -> shape (`InputSpec.shape_key`) -> `kbm equivalence`'s verdict there (`SAME_CODE`:
+    the original's machine code), for the mutants judged anywhere."""
     _columns: dict[str, dict[str, tuple[str, float | None]]] | None = field(default=None, repr=False)
     _killed: dict[tuple[str, float], set[str]] = field(default_factory=dict, repr=False)
     _stopped: set[str] | None = field(default=None, repr=False)
+    _shapes: dict[str, str] = field(default_factory=dict, repr=False)
+    _proven: dict[str, set[str]] | None = field(default=None, repr=False)
+
+    def shape_of(self, input_id: str) -> str:
+        """The shapes a stored input builds (`InputSpec.shape_key`), read from its spec once."""
+        if input_id not in self._shapes:
+            self._shapes[input_id] = InputSpec.from_record(json.loads(self.checks[input_id]["spec"])).shape_key
+        return self._shapes[input_id]
+
+    @property
+    def proven(self) -> dict[str, set[str]]:
+        """Input -> the mutants without a cell on it that run the original's machine code at its
+        shapes (`kbm equivalence`): their outcome is the correct kernel's, so no cell is missing there
+        (a run does not launch them). Only inputs some mutant lacks a cell on can have any."""
+        if self._proven is None:
+            self._proven = {}
+            for i in (i for i in self.checks if self.verdicts and self.evaluated.get(i, 0) < len(self.mutants)):
+                have, shape = self.present.get(i, set()), self.shape_of(i)
+                found = {m for m, v in self.verdicts.items() if v.get(shape) == SAME_CODE and m not in have}
+                if found:
+                    self._proven[i] = found
+        return self._proven
 
     @property
     def stopped(self) -> set[str]:
@@ -84,30 +103,11 @@ def load_matrices(store: Any, floor: float | None = None, full_rows: bool = Fals
     atol = rtol against strict fp32 need.
     """
     rows = store.matrix_rows(floor, full_rows, sample, details)
-    same: dict[str, set[str]] = {}
-    for m, found in store.shape_verdicts().items():
-        same[m] = {shape for shape, v in found.items() if v == SAME_CODE}
-    matrices = []
-    for key, r in rows.items():
-        mine = {m: same[m] for m in r["mutants"] if same.get(m)}
-        matrices.append(Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"],
-                               r["evaluated"], r["present"], r["details"] if details else None,
-                               _proven(r, mine), mine))
-    return matrices
-
-
-def _proven(row: dict[str, Any], same: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Input -> the problem's scored mutants with no cell on it that run the original's code at its
-    shapes (`Matrix.proven`); only inputs some mutant lacks a cell on can have any."""
-    gaps = [i for i in row["checks"] if row["evaluated"].get(i, 0) < len(row["mutants"])] if same else []
-    found: dict[str, set[str]] = {}
-    for i in gaps:
-        shape = InputSpec.from_record(json.loads(row["checks"][i]["spec"])).shape_key
-        have = row["present"].get(i, set())
-        proven = {m for m, shapes in same.items() if shape in shapes and m not in have}
-        if proven:
-            found[i] = proven
-    return found
+    verdicts = store.shape_verdicts()
+    return [Matrix(problem_from_row(key, r["problem"]), r["mutants"], r["checks"], r["cells"], r["evaluated"],
+                   r["present"], r["details"] if details else None,
+                   {m: verdicts[m] for m in r["mutants"] if m in verdicts})
+            for key, r in rows.items()]
 
 
 def valid_at(check: dict[str, Any] | None, t: float) -> bool:

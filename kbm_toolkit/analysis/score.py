@@ -24,7 +24,7 @@ from typing import Any
 from kbm_toolkit.analysis.judged import judged
 from kbm_toolkit.analysis.matrix import Matrix, load_matrices, valid_at
 from kbm_toolkit.analysis.refereeability import flags
-from kbm_toolkit.analysis.shape_bound import shape_bound
+from kbm_toolkit.analysis.shape_bound import bound, shape_bound
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.judging import STRICT, Judging
 from kbm_toolkit.protocols.protocol import Protocol
@@ -87,7 +87,7 @@ def run_protocol(protocol: Protocol, matrices: list[Matrix], tolerance: float | 
             result.unavailable[key] = e.line()
             continue
         shapes = {spec.shape_key for spec in specs}
-        result.out_of_reach[key] = {m for m, same in mx.same_code.items() if shapes and shapes <= same}
+        result.out_of_reach[key] = {m for m, found in mx.verdicts.items() if bound(found, shapes) is True}
         valid = []
         for spec in specs:
             check = mx.checks.get(spec.id)
@@ -214,8 +214,7 @@ def band_by_problems(per_problem: list[tuple[int, int]], sizes: list[int], draws
 def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol],
           tolerance: float | None = None, vs: Protocol | None = None,
           excluded: dict[str, str] | None = None, vs_excluded: dict[str, str] | None = None,
-          judging: Judging | None = None, accounting: Accounting = Accounting.TOLERANCE,
-          verdicts: dict[str, dict[str, int | None]] | None = None) -> dict[str, Any]:
+          judging: Judging | None = None, accounting: Accounting = Accounting.TOLERANCE) -> dict[str, Any]:
     """The audit of `protocol`: detection of witnessed mutants, with its structure.
 
     Problems in `excluded` (problem -> why the protocol cannot referee it) are left out of every
@@ -224,7 +223,8 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
     cannot): the knowledge-ladder figure is over the same survivors as `vs`'s own audit, and new
     inputs outside the denominator cannot inflate it with mutants only they witness. Witnesses are
     judged at the protocol's own tolerance (`accounting`), never at a `tolerance` override: the
-    gain an override makes is measured on the same denominator.
+    gain an override makes is measured on the same denominator. Where the matrices hold `kbm
+    equivalence`'s verdicts, the misses shape-bound at the protocol's inputs are counted.
     """
     excluded = excluded or {}
     matrices = [mx for mx in matrices if mx.problem.key not in excluded]
@@ -248,8 +248,8 @@ def audit(protocol: Protocol, matrices: list[Matrix], denominator: list[Protocol
         "unavailable": {p.protocol: p.unavailable for p in base + [mine] if p.unavailable},
         "excluded": dict(sorted(excluded.items())),
         "witness_search_open": open_witnesses(base + [mine], matrices, wit),
-        "shape_bound": shape_bound(verdicts, {k: w - mine.detected.get(k, set()) for k, w in wit.items()},
-                                   matrices, {k: mine.kills.get(k, {}).keys() for k in wit}) if verdicts else None,
+        "shape_bound": shape_bound({k: w - mine.detected.get(k, set()) for k, w in wit.items()}, matrices,
+                                   {k: mine.kills.get(k, {}).keys() for k in wit}),
     }
     if vs is not None:
         # survivors the denominator fixes: a protocol outside it cannot add survivors of its own
@@ -423,8 +423,7 @@ def audit_store(store: Any, protocol: Protocol, denominator: list[Protocol], tol
     references = store.reference_checks()
     excluded = unrefereeable(protocol, matrices, references, judging.atol if judging else tolerance)
     vs_excluded = unrefereeable(vs, matrices, references) if vs else None
-    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging, accounting,
-                   store.shape_verdicts())
+    report = audit(protocol, matrices, denominator, tolerance, vs, excluded, vs_excluded, judging, accounting)
     report["sample"] = store.sample_summary(sample)
     if standalone:  # a report of many audits (tables, figures) prints none of it: one query saved per protocol
         report["overwrite_suspects"] = sum(len(m) for m in store.overwrite_suspects().values())

@@ -9,7 +9,6 @@ from equal margins.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any, Iterable
 
@@ -20,7 +19,7 @@ from kbm_toolkit.vocabulary import FAMILIES, SAME_CODE
 
 def shape_keys(mx: Matrix, inputs: Iterable[str]) -> set[str]:
     """The shapes (`InputSpec.shape_key`) the problem's stored `inputs` build."""
-    return {InputSpec.from_record(json.loads(mx.checks[i]["spec"])).shape_key for i in inputs}
+    return {mx.shape_of(i) for i in inputs}
 
 
 def every_shape(mx: Matrix) -> set[str]:
@@ -37,11 +36,14 @@ def bound(verdicts: dict[str, int | None], shapes: set[str]) -> bool | None:
     return True if shapes and all(verdicts.get(s) == SAME_CODE for s in shapes) else None
 
 
-def shape_bound(verdicts: dict[str, dict[str, int | None]], mutants: dict[str, set[str]],
-                matrices: list[Matrix], inputs: dict[str, Iterable[str]]) -> dict[str, Any]:
+def shape_bound(mutants: dict[str, set[str]], matrices: list[Matrix],
+                inputs: dict[str, Iterable[str]]) -> dict[str, Any] | None:
     """Of `mutants` (per problem), those shape-bound at the shapes of the problem's `inputs`, by
     family, and how many lack the verdicts that would say: {"mutants", "bound", "unjudged",
-    "families": {family: [mutants, bound]}, "examples": [(problem, mutant, rule)]}."""
+    "families": {family: [mutants, bound]}, "examples": [(problem, mutant, rule)]}; None where no
+    problem has verdicts (`kbm equivalence` never ran on the store)."""
+    if not any(mx.verdicts for mx in matrices):
+        return None
     by_key = {mx.problem.key: mx for mx in matrices}
     families: dict[str, Counter] = {}
     examples: list[tuple[str, str, str]] = []
@@ -53,7 +55,7 @@ def shape_bound(verdicts: dict[str, dict[str, int | None]], mutants: dict[str, s
         shapes = shape_keys(mx, inputs.get(key, ()))
         for m in sorted(ms):
             row = mx.mutants[m]
-            verdict = bound(verdicts.get(m, {}), shapes)
+            verdict = bound(mx.verdicts.get(m, {}), shapes)
             counts = families.setdefault(row["family"], Counter())
             counts["mutants"] += 1
             total += 1
@@ -69,7 +71,7 @@ def shape_bound(verdicts: dict[str, dict[str, int | None]], mutants: dict[str, s
             "examples": examples}
 
 
-def equivalence_table(verdicts: dict[str, dict[str, int | None]], matrices: list[Matrix]) -> list[tuple[str, Counter]]:
+def equivalence_table(matrices: list[Matrix]) -> list[tuple[str, Counter]]:
     """Per family (and `all`), the distinct mutants of `matrices`: `judged` (a verdict at the official
     shapes), `official` (shape-bound there), `every` (shape-bound at every valid input's shapes) and
     `undecided` (a shape the judging could not decide)."""
@@ -78,7 +80,7 @@ def equivalence_table(verdicts: dict[str, dict[str, int | None]], matrices: list
         official = {InputSpec.make(mx.problem.key, 0).shape_key}
         every = every_shape(mx)
         for m, row in mx.mutants.items():
-            mine = verdicts.get(m, {})
+            mine = mx.verdicts.get(m, {})
             counts = rows.setdefault(row["family"], Counter())
             counts["distinct"] += 1
             counts["judged"] += next(iter(official)) in mine

@@ -86,12 +86,15 @@ def unwitnessed(store: Any, matrices: list[Matrix], protocols: list[Protocol],
             family.rule_totals[row["rule"]] += 1
     shown: dict[tuple[str, str], list[dict[str, Any]]] = {}
     left = remainder(store, matrices, protocols, left_out)
-    verdicts = store.shape_verdicts(left)
-    shapes = {mx.problem.key: every_shape(mx) for mx in matrices} if verdicts else {}
+    by_key = {mx.problem.key: mx for mx in matrices}
+    judged = any(mx.verdicts for mx in matrices)
+    shapes: dict[str, set[str]] = {}
     for m, (key, row, kind, worst) in left.items():
-        if verdicts:
-            r = found[row["family"]]
-            r.bound = (r.bound or 0) + (bound(verdicts.get(m, {}), shapes[key]) is True)
+        if judged:
+            r, mx = found[row["family"]], by_key[key]
+            if key not in shapes:
+                shapes[key] = every_shape(mx)
+            r.bound = (r.bound or 0) + (bound(mx.verdicts.get(m, {}), shapes[key]) is True)
         found[row["family"]].kinds[kind] += 1
         found[row["family"]].rules[row["rule"]] += 1
         shown.setdefault((row["family"], kind), []).append(

@@ -118,8 +118,7 @@ def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch
         judged = judge_problems(store, selected, arch or DEFAULT_ARCH, workers,
                                 on_problem=lambda key, n: progress.advance(task), extra=extra)
     keys = {p.key for p in selected}
-    table = equivalence_table(store.shape_verdicts(), [mx for mx in load_matrices(store, floor=float("inf"))
-                                                       if mx.problem.key in keys])
+    table = equivalence_table([mx for mx in load_matrices(store, floor=float("inf")) if mx.problem.key in keys])
     if as_json:
         click.echo(json.dumps({"judged": judged.judged, "settled": judged.settled, "skipped": judged.skipped,
                                "families": {f: dict(c) for f, c in table}}, indent=1))

@@ -143,8 +143,9 @@ def proven_pairs(store: Any, mutants: Iterable[str], specs: list[InputSpec]) -> 
     """The (mutant, input) pairs no launch need measure: `kbm equivalence` proved the mutant runs
     the original's machine code at the input's shapes, so its output there is the correct kernel's
     (scoring reads them so too, `analysis.matrix`)."""
-    verdicts = store.shape_verdicts(mutants)
-    return {(m, s.id) for m, found in verdicts.items() for s in specs if found.get(s.shape_key) == SAME_CODE}
+    shapes = [(s.id, s.shape_key) for s in specs]  # each spec's key once, not once per mutant
+    return {(m, i) for m, found in store.shape_verdicts(mutants).items() for i, shape in shapes
+            if found.get(shape) == SAME_CODE}
 
 
 def mutants_with_work(progress: StoredProgress, rows: dict[str, dict[str, Any]], specs: list[InputSpec],
