@@ -303,7 +303,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 run --level level3 --inputs .kbm/l3-targets --survivors-of kernelbench --sample "${L3_SAMPLE:-$widest}" \
                 --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$OUT/logs/l3-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-targets-run.txt")"
-            l3_pack ;;
+            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
         l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
                   # L3_SAMPLE share (default 0.1; FIRST_KILL=1 runs with --first-kill), resumable: the store
                   # travels as .kbm/l3-live.db.xz (carry it, and third_party/kernel_bench_verified: kbv's inputs; without it the
@@ -320,7 +320,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$log" 2>&1
             rc=$?  # 130: stopped at the call's limit, and the next call resumes; anything else, the log's last line says
             echo "run --level level3: exit $rc; $(tail -n 1 "$log")"
-            l3_pack ;;
+            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
         l3-problem)  # issue 28: a network whose substrate changed, mutated on the CPU (`kbm mutate --ungated
                      # L3_PROBLEM` into the carried .kbm/l3-live.db.xz): its gate at the new source, the pool's
                      # inputs on its L3_SAMPLE share (default 0.01, as the shipped store's 1% networks), its
@@ -336,7 +336,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             stop_at "$(( $(left) - 45 ))" "${KB3[@]}" run "$L3_PROBLEM" --inputs .kbm/l3-targets-one --survivors-of kernelbench \
                 --sample "${L3_SAMPLE:-0.01}" --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-problem-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-problem-targets-run.txt" | head -n 1)"
-            l3_pack ;;
+            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
         l3-unplaced)  # issue 28: why kbm's LSTMs survive less than the paper's. The carried
                       # .kbm/l3-unplaced.db.xz holds the four LSTM networks' mutants made with `kbm mutate
                       # --ungated --unplaced` (each kernel mutant at every launch, as a fused kernel's fault);
@@ -363,9 +363,12 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             [[ "${LIST_STORES:-kb l3}" == *l3* ]] && { l3_store; stores+=(/tmp/l3-live.db); }  # LIST_STORES=l3: resume one
             for db in "${stores[@]}"; do
                 tag=$(basename "$db" .db)
-                problems=$(python3 -c 'import sqlite3, sys; print(" ".join(sorted({r[0] for r in sqlite3.connect(sys.argv[1]).execute(
-                    "select problem from gate_inputs where note like ? union select i.problem from input_checks k "
-                    "join inputs i on i.id = k.input where k.note like ?", ["%unhashable%"] * 2)})))' "$db")
+                # LIST_PROBLEMS (those of them the store has) instead: problems whose gate shapes changed since
+                problems=$(python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); print(" ".join(sorted(
+                    {r[0] for r in db.execute("select key from problems")} & set(sys.argv[2:]) if len(sys.argv) > 2 else
+                    {r[0] for r in db.execute("select problem from gate_inputs where note like ? union select i.problem "
+                    "from input_checks k join inputs i on i.id = k.input where k.note like ?", ["%unhashable%"] * 2)})))' \
+                    "$db" ${LIST_PROBLEMS:-})
                 [ -z "$problems" ] && { echo "$tag: no input a list-valued size broke"; continue; }
                 # the whole protocol again, never a few problems' (it replaces the one the store keeps)
                 emit=.kbm/kb-targets; level=(); [ "$db" = /tmp/l3-live.db ] && { emit=.kbm/l3-targets; level=(--level level3); }
@@ -385,7 +388,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                     --workers "${WORKERS:-2}" $problems > "$OUT/logs/list-run-$tag.txt" 2>&1
                 echo "$tag targets on kernelbench's survivors: exit $?; $(ending "$OUT/logs/list-run-$tag.txt")"
             done
-            l3_pack ;;
+            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
         redzones)  # issue 29: the equivalence candidates of the store's DEEP_SAMPLE share (default 0.1) measured again
                    # on the targeted inputs with KBM_REDZONES=1, in a narrowed copy (dev/redzones.py); the copy comes
                    # back as rz.db.xz, and a carried .kbm/rz.db.xz resumes it
