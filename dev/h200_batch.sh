@@ -303,7 +303,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 run --level level3 --inputs .kbm/l3-targets --survivors-of kernelbench --sample "${L3_SAMPLE:-$widest}" \
                 --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$OUT/logs/l3-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-targets-run.txt")"
-            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
+            l3_pack ;;
         l3-pool)  # issue 28 item 4: the level-3 pool under L3_INPUTS (default kernelbench,kbv,fuzz) at an
                   # L3_SAMPLE share (default 0.1; FIRST_KILL=1 runs with --first-kill), resumable: the store
                   # travels as .kbm/l3-live.db.xz (carry it, and third_party/kernel_bench_verified: kbv's inputs; without it the
@@ -320,7 +320,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 --sample "${L3_SAMPLE:-0.1}" --workers "${WORKERS:-2}" ${FIRST_KILL:+--first-kill} > "$log" 2>&1
             rc=$?  # 130: stopped at the call's limit, and the next call resumes; anything else, the log's last line says
             echo "run --level level3: exit $rc; $(tail -n 1 "$log")"
-            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
+            l3_pack ;;
         l3-problem)  # issue 28: a network whose substrate changed, mutated on the CPU (`kbm mutate --ungated
                      # L3_PROBLEM` into the carried .kbm/l3-live.db.xz): its gate at the new source, the pool's
                      # inputs on its L3_SAMPLE share (default 0.01, as the shipped store's 1% networks), its
@@ -336,7 +336,7 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
             stop_at "$(( $(left) - 45 ))" "${KB3[@]}" run "$L3_PROBLEM" --inputs .kbm/l3-targets-one --survivors-of kernelbench \
                 --sample "${L3_SAMPLE:-0.01}" --first-kill --workers "${WORKERS:-2}" > "$OUT/logs/l3-problem-targets-run.txt" 2>&1
             echo "targets run: exit $?; $(tail -n 2 "$OUT/logs/l3-problem-targets-run.txt" | head -n 1)"
-            [ -f /tmp/l3-live.db ] && l3_pack ;;  # a kb-only call has no level-3 store to return
+            l3_pack ;;
         l3-unplaced)  # issue 28: why kbm's LSTMs survive less than the paper's. The carried
                       # .kbm/l3-unplaced.db.xz holds the four LSTM networks' mutants made with `kbm mutate
                       # --ungated --unplaced` (each kernel mutant at every launch, as a fused kernel's fault);
