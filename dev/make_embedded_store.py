@@ -19,9 +19,10 @@ checkout in third_party/KernelBench): a hook that varies shapes needs them, and 
 goes where the files do not.
 
 `--supplement-of BASE` writes a supplement instead (see `kbm_toolkit/store/shipped.py`): a store
-of only the rows the source holds and the packed BASE lacks. It refuses a source that changed a
-row BASE holds (a supplement can only add), and checks that BASE with the supplement merged in
-holds exactly the source's rows before it writes.
+of only the rows the source holds and the packed BASE lacks or holds otherwise (a later gate,
+check or quarantine changes rows in place; `kbm merge` applies those changes). It checks that BASE
+with the supplement merged in holds exactly the source's rows before it writes, and refuses a
+source whose changes merging does not reproduce.
 
 `--compact` keeps a sampled pool small: a mutant outside its problem's sample keeps only what
 Table 1 and a later, wider `kbm run --sample` need (id, problem, rule, family, status, substrate
@@ -107,21 +108,19 @@ def _differences(conn: sqlite3.Connection, left: str, right: str) -> dict[str, i
 
 
 def make_supplement(source: Path, base: Path, packed: Path, work: Path) -> dict[str, int]:
-    """Pack into `packed` the rows `source` holds and `base` lacks; return them per table (see the module's doc)."""
+    """Pack into `packed` the rows `source` holds and `base` lacks or holds otherwise; return them per table."""
     Store(source).close()
     target = work / "supplement.db"
     copy_store(source, target)
     conn = sqlite3.connect(target)
     conn.execute("attach ? as base", [str(_unpacked(base, work / "base.db"))])
-    changed = _differences(conn, "base", "main")
-    if changed:
-        sys.exit(f"{source}: changes {', '.join(f'{n} {t}' for t, n in changed.items())} rows {base} holds; "
-                 "a supplement can only add rows: rebuild the base instead")
     kept, referenced = {}, []
     with conn:
         for table, pk, run_column in MERGED:
             key = ", ".join(pk) if isinstance(pk, tuple) else pk
-            conn.execute(f"delete from main.{table} where ({key}) in (select {key} from base.{table})")
+            # a row the base holds as it is goes; one a later run changed stays, for merging to apply
+            conn.execute(f"delete from main.{table} where ({key}) in (select {key} from "
+                         f"(select * from main.{table} intersect select * from base.{table}))")
             kept[table] = conn.execute(f"select count(*) from main.{table}").fetchone()[0]
             columns = (run_column,) if isinstance(run_column, str) else run_column or ()
             referenced += [f"select {c} from main.{table}" for c in columns]
@@ -143,7 +142,9 @@ def make_supplement(source: Path, base: Path, packed: Path, work: Path) -> dict[
     lost = {**_differences(conn, "source", "main"), **_differences(conn, "main", "source")}
     conn.close()
     if lost:
-        sys.exit(f"the base with the supplement merged in differs from {source}: {lost}")
+        sys.exit(f"the base with the supplement merged in differs from {source} in "
+                 f"{', '.join(f'{n} {t}' for t, n in lost.items())} rows: merging does not reproduce "
+                 "those changes; rebuild the base instead")
     shutil.move(staged, packed)
     return {t: n for t, n in kept.items() if n}
 

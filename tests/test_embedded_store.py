@@ -415,8 +415,52 @@ def test_a_made_supplement_gives_back_the_store_it_was_made_from(tmp_path: Path,
                      [last])
     conn.close()
     refused = make(source)
-    assert refused.returncode != 0 and "a supplement can only add rows" in refused.stderr
-    assert "1 cells" in refused.stderr
+    assert refused.returncode != 0 and "merging does not reproduce those changes" in refused.stderr
+    assert "in 1 cells rows" in refused.stderr
+
+
+def test_a_supplement_carries_a_later_gate_and_check_of_rows_the_base_holds(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    import shutil
+
+    base = Store(_demo_copy(tmp_path / "base.db"))
+    base.record_protocol("targets", "[protocol]\nname = 'targets'\n", "there")
+    base.db.execute("update problems set refereeable = null")  # not yet judged
+    base.db.conn.commit()
+    base.close()
+    _pack(tmp_path / "base.db", tmp_path / "base.db.xz")
+    shutil.copy(tmp_path / "base.db", tmp_path / "source.db")
+    source = Store(tmp_path / "source.db")  # then gated again, an input checked again, a protocol made again
+    problem, old_gate = source.db.execute("select problem, gate_run from substrates limit 1").fetchone()
+    (input_id, digest) = source.db.execute("select input, substrate_hash from input_checks limit 1").fetchone()
+    later = source.start_run("gate", {"gpu": "G"})
+    source.db.execute("update substrates set gate_run = ?, gate_worst_margin = 1e-7 where problem = ?", [later, problem])
+    source.db.execute("update problems set refereeable = 0, reason = 'fp32 reference' where key = ?", [problem])
+    source.record_input_check(digest, later, {"input": input_id, "valid": True, "outcome": "pass", "margin": 1e-8})
+    source.record_protocol("targets", "[protocol]\nname = 'targets'\n# regenerated\n", "here")
+    source.db.conn.commit()
+    source.close()
+    made = subprocess.run([sys.executable, str(MAKE), str(tmp_path / "source.db"), "--supplement-of",
+                           str(tmp_path / "base.db.xz"), "--out", str(tmp_path / "more.db.xz")],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert "1 problems, 1 substrates, 1 input_checks, 1 protocols" in made.stdout
+    data = package_folder(tmp_path, monkeypatch)
+    (data / "demo.db.xz").write_bytes((tmp_path / "base.db.xz").read_bytes())
+    (data / "demo.more.db.xz").write_bytes((tmp_path / "more.db.xz").read_bytes())
+    shipped = sqlite3.connect(shipped_store_path("demo"))
+    gate_run, margin = shipped.execute("select gate_run, gate_worst_margin from substrates where problem = ?",
+                                       [problem]).fetchone()
+    assert margin == 1e-7 and gate_run != old_gate
+    assert shipped.execute("select margin from input_checks where input = ? and substrate_hash = ?",
+                           [input_id, digest]).fetchone() == (1e-8,)
+    assert shipped.execute("select source from protocols where name = 'targets'").fetchone() == ("here",)
+    assert shipped.execute("select refereeable, reason from problems where key = ?",
+                           [problem]).fetchone() == (0, "fp32 reference")
 
 
 def test_unpacking_a_new_copy_leaves_two_copies_of_that_store_and_no_others_touched(

@@ -822,6 +822,12 @@ def test_first_kill_runs_past_the_full_rows_keep_their_share(tmp_path: Path, mon
                        fake(sample=share, first_kill=first_kill))
     # each run's planning marks the problem begun; that must not claim full rows its first kills skipped
     assert store.samples() == {} and store.full_rows() == {problem.key: 0.2}
+    # nor does a run of other inputs without first kills (the probe alone, say): a's rows stay partial
+    b = Protocol("b", "", 1e-2, ({"trials": 1, "seed": 7},))
+    run_evaluation(store, [problem], b.specs, "b", "sm_90", {"gpu": "fake"}, fake())
+    assert store.full_rows() == {problem.key: 0.2}
+    run_evaluation(store, [problem], lambda p: a.specs(p) + b.specs(p), "a,b", "sm_90", {"gpu": "fake"}, fake())
+    assert store.full_rows() == {}  # a's inputs again, without first kills: every row full
 
 
 def test_merging_keeps_the_wider_share_of_full_rows() -> None:

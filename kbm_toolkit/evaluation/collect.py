@@ -62,11 +62,13 @@ class Collector(Committer):
     verdicts written at once, and every record's milliseconds charged to its part of the run."""
 
     def __init__(self, store: Any, run_id: int, summary: RunSummary, options: RunOptions,
-                 hashes: dict[str, str], count: int) -> None:
+                 hashes: dict[str, str], given: dict[str, set[str]], count: int) -> None:
         super().__init__(count, options.on_progress)
         self.store, self.run_id, self.summary, self.options = store, run_id, summary, options
         self.hashes = hashes
         """Problem -> its substrate's hash, which its input checks are stored under."""
+        self.given = given
+        """Problem -> the ids of the inputs the run gives its mutants."""
         self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
         self.problems: dict[str, dict[str, float]] = {}
@@ -133,6 +135,6 @@ class Collector(Committer):
             # the share widens only once every cell it needs is stored: an interrupted
             # run leaves the problem scored on the share it had finished before
             self.flush()
-            self.store.widen_sample(key, options.sample, full_rows=not options.first_kill)
+            self.store.widen_sample(key, options.sample, full_rows=not options.first_kill, inputs=self.given.get(key))
         if options.on_problem:
             options.on_problem(key, rec["verdict"])

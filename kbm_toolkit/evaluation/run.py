@@ -109,6 +109,8 @@ class _Run:
         self.progress: dict[str, StoredProgress] = {}
         self.hashes: dict[str, str] = {}
         """Problem -> its substrate's hash."""
+        self.given: dict[str, set[str]] = {}
+        """Problem -> the ids of the inputs this run gives its mutants (whether it fills full rows)."""
         self.jobs: list[Job] = []
         """The problems with work left, in run order, for the compile pool."""
         self.total = 0
@@ -127,14 +129,16 @@ class _Run:
         substrate, sh, rows = self._mutants_of(problem)
         probe_input = probe_spec(problem, substrate) if self.probe else None
         store.record_problem(problem)
+        inputs = specs + ([probe_input] if probe_input else [])
+        self.given[problem.key] = {s.id for s in inputs}
         if options.widens_share():
             # a problem new to the store: 0% evaluated until it is done; a known one keeps both its shares
             store.widen_sample(problem.key, 0.0, full_rows=False)
             if not rows:  # a small problem whose sample drew none of its mutants, or none is left
-                store.widen_sample(problem.key, options.sample, full_rows=not options.first_kill)
+                store.widen_sample(problem.key, options.sample, full_rows=not options.first_kill,
+                                   inputs=self.given[problem.key])
                 self.summary.problems[problem.key] = "done"
                 return
-        inputs = specs + ([probe_input] if probe_input else [])
         store.record_inputs(inputs, source)
         progress = stored_progress(store, problem, sh, rows, specs, probe_input,
                                    None if options.checks_only else options.first_kill, options.margins)
@@ -189,7 +193,7 @@ class _Run:
         threads = [threading.Thread(target=self._plan_ahead, args=(pool, size), daemon=True)]
         threads += [threading.Thread(target=self._serve, args=(w,), daemon=True) for w in self.workers]
         already = sum(len(p.done) for p in self.progress.values())
-        collector = Collector(self.store, self.run_id, self.summary, options, self.hashes, already)
+        collector = Collector(self.store, self.run_id, self.summary, options, self.hashes, self.given, already)
         completed = False
         with sigint_sets(self.stop):
             for t in threads:

@@ -21,6 +21,11 @@ MERGED: list[tuple[str, Any, str | tuple[str, ...] | None]] = [
 ]
 """Tables `Store.merge` copies, in dependency order: (table, primary key, the columns naming a run)."""
 
+REMEASURED = (("substrates", "problem", "gate_run"), ("input_checks", ("input", "substrate_hash"), "run"),
+              ("reference_checks", "input", "run"))
+"""Tables whose rows a later run writes again in place (a cell measured again keeps a record of the
+one it replaced, `superseded_cells`): (table, primary key, the column naming the run)."""
+
 
 class Merging(Shares):
     """`merge`: every row another store has and this one lacks."""
@@ -67,7 +72,10 @@ class Merging(Shares):
             # keeping this store's row as it is would lose it
             changed = {"quarantined mutants": self._merge_quarantines(other),
                        "checks given margins": self._merge_check_margins(other),
-                       "cells measured again": self._merge_redone(other, run_map)}
+                       "cells measured again": self._merge_redone(other, run_map),
+                       "gates and checks made again": self._merge_remeasured(other, run_map),
+                       "problems refereed": self._merge_refereed(other),
+                       "protocols recorded again": self._merge_protocols(other)}
             added.update({what: n for what, n in changed.items() if n})
         return added
 
@@ -94,6 +102,44 @@ class Merging(Shares):
             "update cells set outcome = ?, margin = ?, max_abs = ?, ms = ?, run = ?, note = ?, margins = ? "
             "where mutant = ? and input = ? and run = ?",
             [(*r[:4], run_map.get(r[4]), *r[5:9], run_map.get(r[9])) for r in rows])
+        return self.db.conn.total_changes - before
+
+    def _merge_remeasured(self, other: "Merging", run_map: dict[int, int]) -> int:
+        """Gates and input checks `other` made again in place (`kbm gate` again, a check of an input
+        whose reference raised) by a run that began after this store's row's: replaced here too."""
+        started = {i: s or "" for i, s in self.db.execute("select id, started from runs").fetchall()}
+        before = self.db.conn.total_changes
+        for table, pk, run_column in REMEASURED:
+            keys = (pk,) if isinstance(pk, str) else pk
+            where = " and ".join(f"{k} = ?" for k in keys)
+            for row in other.db[table].rows:
+                own = self.db.execute(f"select {run_column} from {table} where {where}",
+                                      [row[k] for k in keys]).fetchone()
+                theirs = run_map.get(row[run_column])
+                if own is not None and theirs != own[0] and started.get(theirs, "") > started.get(own[0], ""):
+                    values = {c: v for c, v in row.items() if c not in keys} | {run_column: theirs}
+                    self.db.execute(f"update {table} set {', '.join(f'{c} = ?' for c in values)} where {where}",
+                                    [*values.values(), *(row[k] for k in keys)])
+        return self.db.conn.total_changes - before
+
+    def _merge_refereed(self, other: "Merging") -> int:
+        """What `other` learnt of a problem this store has not judged (whether its reference can be
+        refereed, its module constants): copied in; what this store recorded stays."""
+        before = self.db.conn.total_changes
+        self.db.conn.executemany(
+            "update problems set refereeable = ?, reason = ? where key = ? and refereeable is null",
+            other.db.execute("select refereeable, reason, key from problems where refereeable is not null").fetchall())
+        self.db.conn.executemany(
+            "update problems set constants = ? where key = ? and constants is null",
+            other.db.execute("select constants, key from problems where constants is not null").fetchall())
+        return self.db.conn.total_changes - before
+
+    def _merge_protocols(self, other: "Merging") -> int:
+        """Protocols `other` recorded again after this store did (their inputs regenerated): theirs replace."""
+        before = self.db.conn.total_changes
+        self.db.conn.executemany(
+            "update protocols set toml = ?, source = ?, recorded = ? where name = ? and recorded < ?",
+            [(t, s, r, n, r) for n, t, s, r in other.db.execute("select name, toml, source, recorded from protocols")])
         return self.db.conn.total_changes - before
 
     def _merge_check_margins(self, other: "Merging") -> int:

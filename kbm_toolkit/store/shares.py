@@ -21,10 +21,14 @@ def share_columns(sample: float, full: float) -> dict[str, float | None]:
 class Shares(Tables):
     """The `sample` and `full_rows` columns of the `problems` table."""
 
-    def widen_sample(self, problem: str, fraction: float | None, full_rows: bool = True) -> None:
+    def widen_sample(self, problem: str, fraction: float | None, full_rows: bool = True,
+                     inputs: set[str] | None = None) -> None:
         """Record that `problem` is evaluated on `fraction` of its mutants (None: all), never
         narrowing; `full_rows=False` (`kbm run --first-kill`) leaves the share with full rows as it was.
 
+        A run without first kills over `inputs` (None: every input) fills full rows only where the
+        mutants past the share with full rows have no cells on other inputs: a first-kill row over
+        inputs this run did not give stays partial (a probe-only run on a pool, say).
         A problem with cells but no recorded share was evaluated in full before shares existed.
         """
         current = self._evaluated_share(problem).get(problem)
@@ -32,10 +36,16 @@ class Shares(Tables):
             return
         wanted = max(current or 0.0, 1.0 if fraction is None else fraction)
         full = self.full_rows().get(problem, current or 0.0)
-        if full_rows:
+        if full_rows and (inputs is None or not self._partial_rows_past(problem, full, inputs)):
             full = max(full, wanted)
         with self.db.conn:
             self.db["problems"].update(problem, share_columns(wanted, full))
+
+    def _partial_rows_past(self, problem: str, full: float, inputs: set[str]) -> bool:
+        """Whether a mutant of `problem` outside the share `full` has a cell on an input not in `inputs`."""
+        rows = self.db.execute("select distinct c.mutant, c.input from cells c join mutants m on m.id = c.mutant "
+                               "where m.problem = ?", [problem])
+        return any(i not in inputs and not in_sample(m, full) for m, i in rows)
 
     def _full_share(self) -> dict[str, float]:
         """Problem -> share of its mutants evaluated with full rows (1.0: all), for evaluated problems."""
