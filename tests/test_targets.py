@@ -131,7 +131,8 @@ def test_an_emitted_protocol_is_kept_in_the_store_and_audits_name_it_once_its_fo
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU path of targets")
-def test_a_kept_protocol_is_a_witness_of_the_default_denominator(tmp_path: Path) -> None:
+def test_a_kept_protocol_is_a_witness_of_the_default_denominator(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import json
     import shutil
 
@@ -146,6 +147,13 @@ def test_a_kept_protocol_is_a_witness_of_the_default_denominator(tmp_path: Path)
     shutil.rmtree(tmp_path / "t")  # kept in the store, it is found there
     after = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json"]).stdout)
     assert after["denominator"] == sorted([*before["denominator"], "t"])
+    # a folder named like it where kbm runs (a stale copy, one input) changes nothing: the store's is the witness
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "protocol.toml").write_text('[protocol]\nname = "t"\ntolerance = 0.01\n\n[[inputs]]\n'
+                                                  'problem = "demo/1_LeakyReLU"\nseed = 1\nbase = "official"\n')
+    monkeypatch.chdir(tmp_path)
+    stale = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json"]).stdout)
+    assert (stale["witnessed"], stale["missed"]) == (after["witnessed"], after["missed"])
     # the demo pool ran on the targeted inputs: a mutant only they kill is witnessed now, and missed
     assert after["witnessed"] > before["witnessed"] and after["missed"] > before["missed"]
     named = json.loads(runner.invoke(cli, ["--store", str(store), "audit", "-a", "kernelbench", "--json",

@@ -99,7 +99,8 @@ def default_denominator(store: Any) -> list[Protocol]:
     run was given it by path, e.g. `kbm targets`' inputs): a witness found by any input is one."""
     chosen = all_protocols()
     names = {p.name for p in chosen}
-    return chosen + [load_protocol(n, stored=store.protocol_toml) for n in store.protocol_names() if n not in names]
+    # the store's own text, never a folder of that name where kbm runs (a stale copy would score instead)
+    return chosen + [stored_protocol(n, store.protocol_toml(n)) for n in store.protocol_names() if n not in names]
 
 
 def installed() -> list[tuple[str, Protocol]]:
