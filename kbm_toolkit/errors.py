@@ -27,6 +27,10 @@ class ProblemError(KbmError):
     """A problem file is missing, malformed, or its reference fails."""
 
 
+class MissingCheckout(ProblemError):
+    """An input needs a checkout of another project (KernelBench-Verified's hidden tests) that was not given."""
+
+
 class SubstrateError(KbmError):
     """A substrate folder is missing or breaks the substrate contract."""
 

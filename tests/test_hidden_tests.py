@@ -115,9 +115,9 @@ def test_every_shipped_input_keeps_its_id(name: str) -> None:
     store = open_shipped(name)
     rows = list(store.db["inputs"].rows)
     assert rows and all(InputSpec.from_record(json.loads(r["spec"])).id == r["id"] for r in rows)
-    if name == "kernelbench":  # the 9,742 inputs from before hidden specs existed, and KBV's published ones since
+    if name == "kernelbench":  # the 9,742 inputs from before hidden specs existed (and later ones), KBV's published ones
         hidden = [r for r in rows if json.loads(r["spec"])["base"] == "kbv-hidden"]
-        assert (len(rows) - len(hidden), len(hidden)) == (9742, 783)
+        assert len(rows) - len(hidden) >= 9742 and len(hidden) == 783
 
 
 def test_only_a_hidden_spec_has_the_hidden_key() -> None:

@@ -97,6 +97,17 @@ def test_a_shape_the_original_cannot_run_at_is_left_undecided_and_judging_goes_o
     assert verdicts(problem, substrate, mutants["step-div"], [{}, {"n": -5}, {"step": 2}]) == [SAME, None, DIFFERS]
 
 
+def test_a_hidden_input_without_its_checkout_is_no_verdict_but_one_line(case, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.errors import MissingCheckout
+
+    monkeypatch.delenv("KBM_KBV", raising=False)
+    problem, substrate, mutants = case
+    hidden = InputSpec.make(problem.key, 1, "kbv-hidden", hidden={"config": 0, "sha256": "ab" * 32})
+    # stored as undecided, it would settle the mutant: judged again with the checkout, nothing would change
+    with pytest.raises(MissingCheckout, match="needs a KernelBench-Verified checkout"):
+        Judge(problem, substrate, [InputSpec.make(problem.key, 1), hidden], "sm_90")
+
+
 def test_a_change_to_the_values_differs_at_the_first_shape_and_judging_stops_there(case) -> None:
     problem, substrate, mutants = case
     assert verdicts(problem, substrate, mutants["double-to-triple"], [{}, {"n": 1000}]) == [DIFFERS]

@@ -25,7 +25,7 @@ from kbm_toolkit.cuda.cubin import changed_kernels, sections
 from kbm_toolkit.cuda.dryrun import Launch, meta_case, record_launches
 from kbm_toolkit.cuda.nvrtc import compile_source, nvrtc_version
 from kbm_toolkit.cuda.signatures import entry_points
-from kbm_toolkit.errors import one_line
+from kbm_toolkit.errors import MissingCheckout, one_line
 from kbm_toolkit.mutation.mutants import Mutant, generate
 from kbm_toolkit.mutation.positions import stored
 from kbm_toolkit.mutation.rules import load_rules
@@ -89,6 +89,8 @@ def shape_case(problem: Problem, substrate: Substrate, spec: InputSpec) -> Shape
             shape.inputs = hidden_inputs(problem, hidden["sha256"], hidden["config"], spec.seed, "meta")
         shape.launches, out = record_launches(substrate, shape.model, shape.inputs)
         shape.output = _describe(out)
+    except MissingCheckout:
+        raise  # not a verdict: judged with the checkout, the shape would decide (the problem is skipped, saying so)
     except Exception as e:  # any problem or launcher that cannot run on meta: undecided there
         shape.error = one_line(e)
     return shape

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbm_toolkit.errors import ProblemError
+from kbm_toolkit.errors import MissingCheckout, ProblemError
 from kbm_toolkit.problems.problem import Problem
 
 KBV_ENV = "KBM_KBV"
@@ -121,7 +121,7 @@ def require_hidden(problem: Problem, sha256: str, index: int) -> tuple[HiddenFil
     ProblemError when there is no checkout, no file, or the file is not the one the spec hashed."""
     checkout = kbv_checkout()
     if checkout is None:
-        raise ProblemError(f"{problem.key}: a kbv-hidden input needs a KernelBench-Verified checkout "
+        raise MissingCheckout(f"{problem.key}: a kbv-hidden input needs a KernelBench-Verified checkout "
                            f"(--kbv PATH or {KBV_ENV})")
     tests = read_hidden(checkout, problem)
     if tests is None:

@@ -34,7 +34,9 @@ class Merging(Shares):
         """Copy in the rows of `other` that this store lacks; return rows added per table.
 
         Runs are re-numbered (and every reference to them follows); a row this store already
-        has (same key) is kept as it is, so merging the same store twice adds nothing.
+        has (same key) is kept as it is, but for what a later run of `other`'s changed in place
+        (a quarantine, a cell measured again, a gate or check made again, a protocol recorded
+        again), which is applied; merging the same store twice adds nothing.
         """
         if other.applied() != self.applied():
             raise StoreError("stores at different schema versions; open both with this kbm first",
