@@ -68,9 +68,9 @@ class Accounting(Word):
 STOPPING_OUTCOMES = (Outcome.CRASH, Outcome.TIMEOUT)
 """Cell outcomes after which a mutant is not run on its problem's other inputs."""
 
-SAME_CODE = 1
+SAME_CODE, OTHER_CODE = 1, 0
 """A shape verdict's `same` where the mutant runs the original's machine code at the shape
-(`kbm equivalence`): no values there can witness it (0: other code; NULL: undecided)."""
+(`kbm equivalence`): no values there can witness it; and where it runs other code (NULL: undecided)."""
 
 OUT_OF_MEMORY = "OutOfMemoryError"
 """How the note of a crash cell begins where the launch found the GPU's memory full twice: other

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from kbm_toolkit.analysis.matrix import Matrix
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.vocabulary import FAMILIES, SAME_CODE
+from kbm_toolkit.vocabulary import FAMILIES, OTHER_CODE, SAME_CODE
 
 
 def shape_keys(mx: Matrix, inputs: Iterable[str]) -> set[str]:
@@ -22,16 +22,21 @@ def shape_keys(mx: Matrix, inputs: Iterable[str]) -> set[str]:
     return {mx.shape_of(i) for i in inputs}
 
 
+def official_shape(mx: Matrix) -> str:
+    """The shapes the problem's official inputs build (no overrides)."""
+    return InputSpec.make(mx.problem.key, 0).shape_key
+
+
 def every_shape(mx: Matrix) -> set[str]:
     """The official shapes and those of every input the store found valid for the problem: what
     `kbm equivalence` judges a mutant at."""
-    return shape_keys(mx, (i for i, c in mx.checks.items() if c["valid"])) | {InputSpec.make(mx.problem.key, 0).shape_key}
+    return shape_keys(mx, (i for i, c in mx.checks.items() if c["valid"])) | {official_shape(mx)}
 
 
 def bound(verdicts: dict[str, int | None], shapes: set[str]) -> bool | None:
     """True: the original's code at every one of `shapes`; False: other code at one of them; None:
     not judged at every one (or undecided at one), so not known."""
-    if any(verdicts.get(s) == 0 for s in shapes):
+    if any(verdicts.get(s) == OTHER_CODE for s in shapes):
         return False
     return True if shapes and all(verdicts.get(s) == SAME_CODE for s in shapes) else None
 
@@ -77,14 +82,14 @@ def equivalence_table(matrices: list[Matrix]) -> list[tuple[str, Counter]]:
     `undecided` (a shape the judging could not decide)."""
     rows: dict[str, Counter] = {}
     for mx in matrices:
-        official = {InputSpec.make(mx.problem.key, 0).shape_key}
+        official = official_shape(mx)
         every = every_shape(mx)
         for m, row in mx.mutants.items():
             mine = mx.verdicts.get(m, {})
             counts = rows.setdefault(row["family"], Counter())
             counts["distinct"] += 1
-            counts["judged"] += next(iter(official)) in mine
-            counts["official"] += bound(mine, official) is True
+            counts["judged"] += official in mine
+            counts["official"] += bound(mine, {official}) is True
             counts["every"] += bound(mine, every) is True
             counts["undecided"] += any(v is None for v in mine.values())
     table = [(f, rows[f]) for f in FAMILIES if f in rows]

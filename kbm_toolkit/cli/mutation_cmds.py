@@ -11,7 +11,7 @@ from kbm_toolkit.cli.command import command
 from kbm_toolkit.cli.context import Context
 from kbm_toolkit.cli.exit_codes import ExitCode
 from kbm_toolkit.cli.params import json_option
-from kbm_toolkit.vocabulary import FAMILIES, MutantStatus
+from kbm_toolkit.vocabulary import FAMILIES, OTHER_CODE, SAME_CODE, MutantStatus
 
 
 @command("rules")
@@ -193,8 +193,8 @@ def show(obj: Context, mutant_id: str) -> None:
     status = row["status"] + (f" of {row['duplicate_of']}" if row["duplicate_of"] else "")
     click.echo(f"status   {status}" + (f": {row['message']}" if row["message"] else ""))
     if row["shapes"]:  # kbm equivalence's verdicts: in order of judging, official first
-        same = sum(v == 1 for v in row["shapes"].values())
-        other = next((s for s, v in row["shapes"].items() if v == 0), None)
+        same = sum(v == SAME_CODE for v in row["shapes"].values())
+        other = next((s for s, v in row["shapes"].items() if v == OTHER_CODE), None)
         click.echo(f"shapes   the original's machine code at {same} of {len(row['shapes'])} judged"
                    + (f"; other code at {other}" if other else "") + " (kbm equivalence)")
     click.echo("")

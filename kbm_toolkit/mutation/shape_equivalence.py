@@ -35,9 +35,9 @@ from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate, has_substrate, substrate_for
 from kbm_toolkit.problems.tensors import hidden_inputs
 from kbm_toolkit.store.sampling import in_sample
-from kbm_toolkit.vocabulary import SAME_CODE, MutantStatus
+from kbm_toolkit.vocabulary import OTHER_CODE, SAME_CODE, MutantStatus
 
-SAME, DIFFERS, UNDECIDED = SAME_CODE, 0, None
+SAME, DIFFERS, UNDECIDED = SAME_CODE, OTHER_CODE, None
 """A verdict at one shape: the same machine code (or launches), different ones, or not decided
 (the dry run or a compile failed: the note says which)."""
 

@@ -16,8 +16,13 @@ from kbm_toolkit.vocabulary import OUT_OF_MEMORY
 RESTORED_NOTE = "wrote over its input or the reference (restored)"
 """The note of a writer's cell before the evaluator took checksums (2026-12-02)."""
 
-_MEASURED = f"not (c.outcome = 'crash' and coalesce(c.note, '') like '{OUT_OF_MEMORY}%')"
-"""The cells that are measurements (SQL over `cells c`): not a launch that ran out of memory."""
+def _measured(cells: str = "c.") -> str:
+    """The cells that are measurements (SQL over `cells`, named by the prefix `cells`): not a launch
+    that ran out of memory."""
+    return f"not ({cells}outcome = 'crash' and coalesce({cells}note, '') like '{OUT_OF_MEMORY}%')"
+
+
+_MEASURED = _measured()
 
 
 class KillMatrix(Tables):
@@ -86,7 +91,7 @@ class KillMatrix(Tables):
         with self.db.conn:
             # the cell it replaces is kept, with the run that measured it again; a cell that is no
             # measurement (out of memory) is always replaced
-            only = "" if replace else f"and not ({_MEASURED.replace('c.', '')})"
+            only = "" if replace else f"and not ({_measured('')})"
             self.db.conn.executemany(
                 "insert or ignore into superseded_cells (mutant, input, outcome, margin, max_abs, ms, run, "
                 "note, margins, superseded_by) select mutant, input, outcome, margin, max_abs, ms, run, note, "
