@@ -25,7 +25,8 @@ fuzz-shapes has since left out the inputs that grow a size past twice its offici
 (`max_growth`); the record's fuzz-shapes had them, and so it has here. The probe, the input every
 run screens each mutant on, has since become a protocol (`probe`), so its kills are witnesses; the
 record had no such protocol, and here none is installed. Nor had the record `kbm equivalence`'s
-shape verdicts, which settle (mutant, input) pairs no cell was measured on: the copy drops them."""
+shape verdicts, which settle (mutant, input) pairs no cell was measured on: the copy drops them.
+Nor did its fuzz-shapes drop an input whose reference raises or is non-finite; here it does not."""
 
 from __future__ import annotations
 
@@ -65,6 +66,21 @@ def fuzz_shapes_as_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def fuzz_shapes_counts_raised_references(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fuzz-shapes as the record judged it: an input whose reference raises or is non-finite is a
+    false rejection, not dropped (it has since dropped them, `drop_nonfinite_reference`)."""
+    from kbm_toolkit.protocols import registry
+
+    protocols_of = registry._protocols_of
+
+    def as_recorded(name: str, target: object) -> list[Protocol]:
+        return [dataclasses.replace(p, drop_nonfinite_reference=False, _specs={}) if p.name == "fuzz-shapes" else p
+                for p in protocols_of(name, target)]
+
+    monkeypatch.setattr(registry, "_protocols_of", as_recorded)
+
+
+@pytest.fixture(autouse=True)
 def no_probe_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
     """The installed protocols as the record's: without `probe`."""
     from kbm_toolkit.protocols import registry
@@ -88,6 +104,9 @@ def as_recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                              "from superseded_cells")
             if redo is not None:  # what the redo's run and those after it stored anew
                 store.db.execute("delete from cells where run >= ?", [redo])
+                # and fuzz-shapes' shape inputs, which the record never ran: their first checks came later
+                store.db.execute("delete from input_checks where run >= ? and input in "
+                                 "(select id from inputs where source = 'fuzz-shapes')", [redo])
             # the protocols runs since were given by path (kb-targets): a kept one joins the default denominator
             store.db.execute("delete from protocols")
             # nor had it kbm equivalence's verdicts, which settle pairs no cell was measured on

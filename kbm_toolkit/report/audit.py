@@ -164,7 +164,7 @@ def print_audit(report: dict[str, Any], first_line: str, fill_command: str | Non
             console.print(table)
     rejections = report["false_rejections"]
     console.print(f"False rejections (inputs on which the correct kernel fails): {len(rejections)}"
-                  + (f"; {report['dropped_inputs']} inputs dropped (reference non-finite)" if report["dropped_inputs"] else ""))
+                  + (f"; {report['dropped_inputs']} inputs dropped (reference raised or non-finite)" if report["dropped_inputs"] else ""))
     for r in rejections[:10]:
         margin = "inf" if r["margin"] is None else f"{r['margin']:.2e}"
         console.print(f"  {r['problem']}  {r['label']}  margin {margin}" + (f"  ({r['note']})" if r["note"] else ""))
