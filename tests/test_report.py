@@ -92,3 +92,12 @@ def test_table_6_lists_where_the_official_check_misses_most(demo: ProblemSet) ->
     text = tables_markdown(store, [load_protocol("kernelbench")], all_protocols())
     # A is caught; C, witnessed only by kbv's hidden x-1 input, is the one miss
     assert "| demo/1_LeakyReLU | 2 | 1 | 50.0% | semantic 1 |" in text.split("Table 6")[1]
+
+
+def test_what_a_score_lacks_is_said_in_words_with_one_problem_singular() -> None:
+    from kbm_toolkit.report.audit import missing_words
+
+    assert missing_words({"level2/31": ["a", "b", "c"]}, {"level2/31": 12}) == (
+        "3 of its inputs never checked and 12 cells missing on 1 problem")
+    assert missing_words({"p": ["a"]}, {"q": 1_234}) == "1 of its inputs never checked and 1,234 cells missing on 2 problems"
+    assert missing_words({}, {}) == ""

@@ -65,7 +65,8 @@ def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:
     if not inputs and not missing:
         return ""
     parts = ([f"{inputs:,} of its inputs never checked"] if inputs else []) + ([f"{missing:,} cells missing"] if missing else [])
-    return " and ".join(parts) + f" on {len(set(checks) | set(cells))} problems"
+    problems = len(set(checks) | set(cells))
+    return " and ".join(parts) + f" on {problems} problem{'' if problems == 1 else 's'}"
 
 
 def _print_as_run(console: Any, report: dict[str, Any]) -> None:
