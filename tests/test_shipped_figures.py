@@ -38,7 +38,6 @@ import pytest
 from click.testing import CliRunner
 
 from kbm_toolkit.cli import cli
-from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.protocols.protocol import Protocol
 from kbm_toolkit.store import Store
 from kbm_toolkit.store.merge import copy_store
@@ -53,28 +52,15 @@ QUARANTINED_SINCE = [line for line in (FIXTURES / "quarantined_after_record.txt"
 
 @pytest.fixture(autouse=True)
 def fuzz_shapes_as_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every protocol builds its inputs as the record's did: with no cap on how far one grows a size."""
-    make = Protocol._make_specs
-
-    def uncapped(self: Protocol, problem: Problem) -> list:
-        if "max_growth" in self.config:
-            self = dataclasses.replace(self, config={k: v for k, v in self.config.items() if k != "max_growth"},
-                                       _specs={})
-        return make(self, problem)
-
-    monkeypatch.setattr(Protocol, "_make_specs", uncapped)
-
-
-@pytest.fixture(autouse=True)
-def fuzz_shapes_counts_raised_references(monkeypatch: pytest.MonkeyPatch) -> None:
-    """fuzz-shapes as the record judged it: an input whose reference raises or is non-finite is a
-    false rejection, not dropped (it has since dropped them, `drop_nonfinite_reference`)."""
+    """fuzz-shapes as the record's: no cap on how far an input grows a size, and an input whose
+    reference raises or is non-finite a false rejection, not dropped."""
     from kbm_toolkit.protocols import registry
 
     protocols_of = registry._protocols_of
 
     def as_recorded(name: str, target: object) -> list[Protocol]:
-        return [dataclasses.replace(p, drop_nonfinite_reference=False, _specs={}) if p.name == "fuzz-shapes" else p
+        return [dataclasses.replace(p, config={k: v for k, v in p.config.items() if k != "max_growth"},
+                                    drop_nonfinite_reference=False, _specs={}) if p.name == "fuzz-shapes" else p
                 for p in protocols_of(name, target)]
 
     monkeypatch.setattr(registry, "_protocols_of", as_recorded)
