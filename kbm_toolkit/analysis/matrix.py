@@ -51,7 +51,8 @@ class Matrix:
         (a run does not launch them). Only inputs some mutant lacks a cell on can have any."""
         if self._proven is None:
             self._proven = {}
-            for i in (i for i in self.checks if self.verdicts and self.evaluated.get(i, 0) < len(self.mutants)):
+            gaps = [i for i in self.checks if self.evaluated.get(i, 0) < len(self.mutants)] if self.verdicts else []
+            for i in gaps:
                 have, shape = self.present.get(i, set()), self.shape_of(i)
                 found = {m for m, v in self.verdicts.items() if v.get(shape) == SAME_CODE and m not in have}
                 if found:
