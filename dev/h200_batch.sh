@@ -167,14 +167,7 @@ for step in "$@"; do
             [ "$shapes_s" -gt 0 ] && { stop_at "$shapes_s" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 run --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" --workers "${SHAPES_WORKERS:-1}" \
                 > "$OUT/logs/kb-deep-shapes.txt" 2>&1
-            echo "fuzz-shapes: exit $?; $(ending "$OUT/logs/kb-deep-shapes.txt")"
-            # a problem whose inputs did not fit beside the other workers' (level2/31 with three on an
-            # 80 GB H100, 2026-12-05) runs again alone, with one worker, while the budget lasts
-            failed=$(grep -oE '^level[0-9]+/[^: ]+: error:' "$OUT/logs/kb-deep-shapes.txt" | cut -d: -f1 | sort -u)
-            [ -n "$failed" ] && [ "$(left)" -gt 90 ] && { stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" \
-                --kernelbench third_party/KernelBench run $failed --inputs fuzz-shapes --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
-                --workers 1 > "$OUT/logs/kb-deep-shapes-alone.txt" 2>&1
-                echo "fuzz-shapes again, one worker, on $failed: exit $?; $(ending "$OUT/logs/kb-deep-shapes-alone.txt")"; }; }
+            echo "fuzz-shapes: exit $?; $(ending "$OUT/logs/kb-deep-shapes.txt")"; }
             [ "$(left)" -gt 90 ] && { python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
                 targets --emit .kbm/kb-targets > "$OUT/logs/kb-deep-targets.txt" 2>&1
                 stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \

@@ -6,7 +6,9 @@ task stops), `hang` — each on the real inputs only — or `probe-crash` (dies 
 only)), under the key `broken` a file: while it is absent, a task creates it and says its CUDA
 context broke before its first cell (`poisoned`, no cell), under the key `invalid` a list of transform ops: an input with one fails its check (the
 correct kernel misses by 0.5), and under `unbuilt` a list of input ids: each cannot be built
-for lack of GPU memory (an `unbuilt` record, and the task goes on); every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
+for lack of GPU memory (an `unbuilt` record, and the task goes on), and under `crowded` a list of
+input ids and a folder (`{"inputs": [...], "dir": ...}`): each fails so once, the first time it is
+built, as one too large to build beside another worker's input would; every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
 halfway. Every margin the task asks for beyond the columns is the strict margin again, as if the
 other references agreed bit for bit; an input in `recheck` gets a `margins` record.
 """
@@ -41,6 +43,11 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         pending = [m for m in task["mutants"] if (m["id"], spec.id) not in done
                    and (settled is None or settled.needed(m["id"], spec.id))]
         if not pending and spec.id in checked and spec.id not in recheck:
+            continue
+        crowded = behaviour.get("crowded", {})
+        if spec.id in crowded.get("inputs", ()) and not os.path.exists(os.path.join(crowded["dir"], spec.id)):
+            open(os.path.join(crowded["dir"], spec.id), "w").close()
+            yield {"kind": "unbuilt", "input": spec.id, "note": f"out of GPU memory building input {spec.id}"}
             continue
         if spec.id in behaviour.get("unbuilt", ()):
             yield {"kind": "unbuilt", "input": spec.id, "note": f"out of GPU memory building input {spec.id}"}

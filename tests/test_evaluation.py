@@ -258,12 +258,77 @@ def test_a_run_keeps_the_cells_of_the_inputs_it_could_build_and_a_later_run_adds
     summary = evaluate(store, monkeypatch, {"unbuilt": [trials["trial 2"]]})
     verdict = summary.problems[problem.key]
     assert verdict.startswith("error: 1 of its inputs left unchecked, out of GPU memory building input")
+    # its one worker had the GPU to itself: fewer workers would not help
+    assert verdict.endswith("; run again on a GPU with more memory")
     on = Counter(i for _, i in cells(store))  # the probe's cells, and every mutant's on trials 1 and 3
     assert (on[trials["trial 1"]], on[trials["trial 2"]], on[trials["trial 3"]]) == (len(ids), 0, len(ids))
     assert trials["trial 2"] not in {r["input"] for r in store.db["input_checks"].rows}
     again = evaluate(store, monkeypatch, {})
     on = Counter(i for _, i in cells(store))
     assert again.problems[problem.key] == "done" and on[trials["trial 2"]] == len(ids)
+
+
+class _Logged(evaluation_run.Worker):
+    """A worker that logs, in one list shared by all, each task it is sent (its problem) and its close."""
+
+    log: list[tuple[int, str]] = []
+
+    def stream(self, task: Any, timeout: Any = None) -> Any:
+        _Logged.log.append((id(self), task["problem"]["key"]))
+        return super().stream(task, timeout)
+
+    def close(self, wait_s: float = 5.0) -> None:
+        _Logged.log.append((id(self), "closed"))
+        super().close(wait_s)
+
+
+def _crowded_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, Any],
+                 workers: int) -> tuple[Store, Any, list[tuple[str, str]]]:
+    """demo/1 and demo/3 on `workers` workers of one GPU, `behaviour` for the fake: the store,
+    the summary, and each (problem, verdict) as the run said it."""
+    problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
+    store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
+    monkeypatch.setenv("KBM_FAKE", json.dumps(behaviour))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    monkeypatch.setattr(evaluation_run, "Worker", _Logged)
+    monkeypatch.setattr(_Logged, "log", [])
+    said: list[tuple[str, str]] = []
+    summary = run_evaluation(store, problems, specs_for, "test", "sm_90", {"gpu": "fake"},
+                             fake(workers_per_gpu=workers, on_problem=lambda k, v: said.append((k, v))))
+    return store, summary, said
+
+
+def test_an_input_that_did_not_fit_beside_another_worker_is_built_again_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = ProblemSet.discover().get("demo/3")
+    trial = specs_for(problem)[1].id
+    store, summary, said = _crowded_run(tmp_path, monkeypatch, {"crowded": {"inputs": [trial], "dir": str(tmp_path)}}, 2)
+    assert summary.problems == {"demo/1_LeakyReLU": "done", problem.key: "done"}
+    # it waited, and was finished after the other problem, by the worker left once the other closed
+    assert said[-1] == (problem.key, "done") and ("demo/1_LeakyReLU", "done") in said[:-1]
+    waited = [v for k, v in said if k == problem.key and v != "done"]
+    assert waited == ["waiting: 1 of its inputs did not fit in GPU memory beside the other workers'; "
+                      "tried again alone once they finish"]
+    log = _Logged.log
+    last = max(i for i, (_, what) in enumerate(log) if what == problem.key)
+    other = next(w for w, _ in log if w != log[last][0])
+    assert (other, "closed") in log[:last]
+    # every mutant has its cell on every input and the probe, each once: the first try's are kept
+    distinct = [r["id"] for r in store.mutants(problem.key) if r["status"] == "distinct"]
+    on = Counter(i for m, i in cells(store) if m in distinct)
+    assert on[trial] == len(distinct) and summary.cells == store.db["cells"].count
+    assert trial in {r["input"] for r in store.db["input_checks"].rows}
+
+
+def test_an_input_that_does_not_fit_alone_either_waits_for_a_larger_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = ProblemSet.discover().get("demo/3")
+    trial = specs_for(problem)[1].id
+    _, summary, said = _crowded_run(tmp_path, monkeypatch, {"unbuilt": [trial]}, 2)
+    verdict = summary.problems[problem.key]
+    assert said[-1] == (problem.key, verdict) and [v[:8] for k, v in said if k == problem.key] == ["waiting:", "error: 1"]
+    assert verdict.endswith("left unchecked, out of GPU memory building input " + trial +
+                            "; run again on a GPU with more memory")
 
 
 def test_a_run_measures_where_its_worker_time_went(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,7 +45,8 @@ def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None
 @click.option("--gpus", type=click.IntRange(1),
               help="GPUs to use, from device 0 [default: 1; with --ray, every GPU of the cluster].")
 @click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
-              help="Workers per GPU, each on its own problems: one restarts after a crash while the others run.")
+              help="Workers per GPU, each on its own problems: one restarts after a crash while the others run. "
+                   "A problem with an input too large to build beside the others' is finished last, alone.")
 @click.option("--spares", type=click.IntRange(0),
               help="Warm workers each worker keeps ready to take over after a crash, each with a CUDA context "
                    "[default: 6 per GPU shared among its workers, at least 2 each].")

@@ -29,31 +29,58 @@ def mutant_deadline_s(correct_ms: float | None) -> float:
     return max(5.0, 50.0 * (correct_ms or 0.0) / 1000.0) + 2.0
 
 
-def run_problem(worker: Worker, progress: StoredProgress, plan: ProblemPlan, emit: Emit,
-                deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> str:
-    """Probe phase, then the full input set, for one problem; return its verdict."""
-    done, checked = set(progress.done), dict(progress.checked)
-    if not rerun_crashers:  # a crashed mutant stays stopped (see _Driver)
-        done |= {(m, s.id) for m in progress.crashed for s in plan.specs}
-    mutants = [m for m in plan.mutants if m["status"] == MutantStatus.DISTINCT]
-    if plan.probe is not None:
-        probed: list[dict[str, Any]] = []
+class ProblemRun:
+    """One problem's run: the probe phase, then the full input set, on a worker, for a verdict.
 
-        def probe_emit(rec: dict[str, Any]) -> None:
-            probed.append(rec)
-            emit(rec)
+    An input that did not fit in GPU memory beside the other workers' is left unchecked
+    (`short_of_memory`); `again` then resumes the same run where it stopped, on a worker that has
+    its GPU to itself, without repeating a cell.
+    """
 
-        verdict = _Driver(worker, plan, [plan.probe], mutants, done, checked, probe_emit, deadline).verdict()
-        if verdict != "done":
-            return verdict
-        crashers = {r["mutant"] for r in probed if r["kind"] == RecordKind.CELL and r["outcome"] in STOPPING_OUTCOMES}
-        # quarantine what a killed run left undone (quarantined mutants are not among `mutants`)
-        crashers |= progress.probe_crashes & {m["id"] for m in mutants}
-        for m in crashers:
-            emit({"kind": RecordKind.QUARANTINE, "mutant": m})
-        mutants = [m for m in mutants if m["id"] not in crashers]
-    return _Driver(worker, plan, plan.specs, mutants, done, checked, emit, deadline, rerun_crashers,
-                   progress.settled, progress.recheck).verdict()
+    def __init__(self, progress: StoredProgress, plan: ProblemPlan, emit: Emit,
+                 deadline: Callable[[float | None], float] = mutant_deadline_s, rerun_crashers: bool = False) -> None:
+        self.progress, self.plan, self.emit = progress, plan, emit
+        self.deadline, self.rerun_crashers = deadline, rerun_crashers
+        self.main: _Driver | None = None
+        """The full input set's driver, once the probe phase is over: what `again` resumes."""
+
+    def verdict(self, worker: Worker) -> str:
+        """Probe phase, then the full input set, on `worker`."""
+        progress, plan, emit, deadline = self.progress, self.plan, self.emit, self.deadline
+        done, checked = set(progress.done), dict(progress.checked)
+        if not self.rerun_crashers:  # a crashed mutant stays stopped (see _Driver)
+            done |= {(m, s.id) for m in progress.crashed for s in plan.specs}
+        mutants = [m for m in plan.mutants if m["status"] == MutantStatus.DISTINCT]
+        if plan.probe is not None:
+            probed: list[dict[str, Any]] = []
+
+            def probe_emit(rec: dict[str, Any]) -> None:
+                probed.append(rec)
+                emit(rec)
+
+            verdict = _Driver(worker, plan, [plan.probe], mutants, done, checked, probe_emit, deadline).verdict()
+            if verdict != "done":
+                return verdict
+            crashers = {r["mutant"] for r in probed
+                        if r["kind"] == RecordKind.CELL and r["outcome"] in STOPPING_OUTCOMES}
+            # quarantine what a killed run left undone (quarantined mutants are not among `mutants`)
+            crashers |= progress.probe_crashes & {m["id"] for m in mutants}
+            for m in crashers:
+                emit({"kind": RecordKind.QUARANTINE, "mutant": m})
+            mutants = [m for m in mutants if m["id"] not in crashers]
+        self.main = _Driver(worker, plan, plan.specs, mutants, done, checked, emit, deadline, self.rerun_crashers,
+                            progress.settled, progress.recheck)
+        return self.main.verdict()
+
+    @property
+    def short_of_memory(self) -> int:
+        """How many inputs were left unchecked because the worker ran out of GPU memory building them."""
+        return len(self.main.unbuilt) if self.main is not None else 0
+
+    def again(self, worker: Worker) -> str:
+        """Resume on `worker`, alone on its GPU: the inputs left unbuilt are tried once more."""
+        assert self.main is not None, "again() follows a verdict() that reached the full input set"
+        return self.main.resume(worker)
 
 
 def _complete(mutants: Iterable[str], specs: list[InputSpec], done: set[tuple[str, str]],
@@ -95,6 +122,16 @@ class _Driver:
             RecordKind.UNBUILT: self._unbuilt, RecordKind.TIME: self.emit}
         self.unbuilt: dict[str, str] = {}
         """Inputs the worker could not build for lack of GPU memory (id -> why): left unchecked."""
+        self.unbuilt_recheck: dict[str, dict[str, Any]] = {}
+        """What `recheck` held for those inputs: a later try on them needs it again."""
+
+    def resume(self, worker: Worker) -> str:
+        """Go on on `worker`, alone on its GPU, trying the unbuilt inputs once more; the verdict."""
+        self.worker = worker
+        self.recheck.update(self.unbuilt_recheck)
+        self.unbuilt.clear()
+        self.unbuilt_recheck.clear()
+        return self.verdict()
 
     def verdict(self) -> str:
         """Send tasks until every pair is done: `done`, or `error: ...` when the worker cannot go on."""
@@ -102,11 +139,11 @@ class _Driver:
         while True:
             if _complete([m["id"] for m in self.mutants], self._buildable(), self.done, self.checked) \
                     and not self.recheck:
-                if self.unbuilt:  # its other inputs' cells are stored; these wait for a run with more memory
+                if self.unbuilt:  # its other inputs' cells are stored; these wait for a GPU with more memory
                     first, n = next(iter(self.unbuilt.values())), len(self.unbuilt)
                     alike = " (and the others alike)" if n > 1 else ""
-                    return f"error: {n} of its inputs left unchecked, {first}{alike}; run again with fewer workers " \
-                           "per GPU, or on a GPU with more memory"
+                    return f"error: {n} of its inputs left unchecked, {first}{alike}; run again on a GPU with " \
+                           "more memory"
                 return "done"
             self.current, self.progressed = {}, False
             error = self._follow(self.worker.stream(self._task(), self._timeout))
@@ -165,7 +202,8 @@ class _Driver:
 
     def _unbuilt(self, rec: dict[str, Any]) -> None:
         self.unbuilt[rec["input"]] = rec["note"]
-        self.recheck.pop(rec["input"], None)
+        if rec["input"] in self.recheck:
+            self.unbuilt_recheck[rec["input"]] = self.recheck.pop(rec["input"])
         self.progressed = True  # the task went on to the problem's other inputs
 
     def _rebuilt(self, rec: dict[str, Any]) -> None:

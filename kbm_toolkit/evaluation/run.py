@@ -29,7 +29,7 @@ from kbm_toolkit.cuda.redzone import configured as configured_redzones
 from kbm_toolkit.errors import one_line
 from kbm_toolkit.evaluation.collect import Collector
 from kbm_toolkit.evaluation.compiling import abandon, compile_pool
-from kbm_toolkit.evaluation.driver import run_problem
+from kbm_toolkit.evaluation.driver import ProblemRun
 from kbm_toolkit.evaluation.options import CELL_PREPARE, CELL_TASK, CELL_WARM_UP, GPU_PRELOAD, RunOptions
 from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work, plan_problem, probe_spec,
                                          stored_mutants, stored_progress)
@@ -122,6 +122,12 @@ class _Run:
         self.stop = threading.Event()  # set by SIGINT, or when the run ends early for any reason
         self.finished: list[float] = []  # when each worker found no problem left
         self.workers: list[Worker] = []
+        self.crowded: list[ProblemRun] = []
+        """Problems some of whose inputs did not fit in GPU memory beside the other workers': the
+        last worker to find no problem left resumes them, the others closed."""
+        self.idle = 0
+        """Workers that have found no problem left."""
+        self.lock = threading.Lock()  # guards `crowded` and `idle`
 
     def survey(self, problem: Problem, specs: list[InputSpec], source: str) -> None:
         """Read what the store knows of `problem` on `specs`; queue it for compiling if work is left."""
@@ -239,21 +245,46 @@ class _Run:
     def _serve(self, worker: Worker) -> None:
         """A worker's thread: drive each plan handed on on `worker`, until none is left or the run stops."""
         worker.prestart()  # its children warm while the first problem compiles
+        options = self.options
         while True:
             asked = time.monotonic()
             plan = self.work.get()
             if plan is None:
+                self._resume_crowded(worker)
                 self.finished.append(time.monotonic())
                 return
             key = plan.problem.key
             self.results.put((key, {"kind": RecordKind.TIME, "part": "planning", "s": time.monotonic() - asked}))
+            problem = ProblemRun(self.progress[key], plan, lambda rec, key=key: self.results.put((key, rec)),
+                                 options.deadline, options.rerun_crashers)
             try:
-                verdict = run_problem(worker, self.progress[key], plan,
-                                      lambda rec, key=key: self.results.put((key, rec)),
-                                      self.options.deadline, self.options.rerun_crashers)
+                verdict = problem.verdict(worker)
             except WorkerClosed:  # the run stopped (Ctrl-C, a time limit) and closed its workers
                 return
+            if problem.short_of_memory and options.workers_per_gpu > 1:
+                with self.lock:  # its other inputs' cells are in; these wait for a GPU to itself
+                    self.crowded.append(problem)
+                verdict = f"waiting: {problem.short_of_memory} of its inputs did not fit in GPU memory beside " \
+                          "the other workers'; tried again alone once they finish"
             self.results.put((key, {"kind": RecordKind.PROBLEM, "verdict": verdict}))
+
+    def _resume_crowded(self, worker: Worker) -> None:
+        """If `worker` is the last to find no problem left, close the others, so that their
+        children hand back their GPU memory, and resume the problems whose inputs did not fit."""
+        with self.lock:
+            self.idle += 1
+            if self.idle < len(self.workers) or not self.crowded:
+                return
+        for other in self.workers:
+            if other is not worker:
+                other.close()
+        while self.crowded and not self.stop.is_set():
+            problem = self.crowded.pop(0)
+            try:
+                verdict = problem.again(worker)
+            except WorkerClosed:
+                return
+            self.results.put((problem.plan.problem.key, {"kind": RecordKind.PROBLEM, "verdict": verdict}))
 
     def _close(self, pool: ProcessPoolExecutor, collector: Collector, began: float, completed: bool) -> dict[str, Any]:
         """Commit what is left, close the workers and the pool, and return the run's stats; a run
