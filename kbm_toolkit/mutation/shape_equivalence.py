@@ -203,9 +203,7 @@ def judged_already(verdicts: dict[str, int | None], shapes: set[str]) -> bool:
 
 def stored_specs(store: Any, problem: Problem, substrate_hash: str) -> list[InputSpec]:
     """The official input, then every input the store found valid for the substrate at `substrate_hash`."""
-    checks = store.checked_inputs(problem.key, substrate_hash)
-    found = [InputSpec.from_record(json.loads(store.input_row(i)["spec"]))
-             for i, c in sorted(checks.items()) if c["valid"]]
+    found = [InputSpec.from_record(json.loads(spec)) for spec in store.valid_input_specs(problem.key, substrate_hash)]
     return official_specs(problem, 1) + found
 
 

@@ -54,8 +54,9 @@ def open_words(report: dict[str, Any]) -> str:
     if not found.get("mutants"):
         return ""
     by = ", ".join(f"{name} {n:,}" for name, n in found["by"].items())
-    return (f"witness search open: {found['mutants']:,} mutants no protocol witnesses lack cells or checks "
-            f"that could ({by}), so the denominator may grow")
+    one = found["mutants"] == 1
+    return (f"witness search open: {found['mutants']:,} mutant{'' if one else 's'} no protocol witnesses "
+            f"lack{'s' if one else ''} cells or checks that could ({by}), so the denominator may grow")
 
 
 def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:

@@ -163,6 +163,14 @@ class KillMatrix(Tables):
         return {r["id"]: (r["status"] if r["status"] != "distinct" else
                           "witnessed" if r["killed"] else "unwitnessed") for r in rows}
 
+    def valid_input_specs(self, problem: str, substrate_hash: str) -> list[str]:
+        """The spec records (JSON) of the inputs of `problem` its substrate at `substrate_hash` was
+        checked valid on, by input id."""
+        rows = self.db.execute("select i.spec from input_checks k join inputs i on i.id = k.input "
+                               "where i.problem = ? and k.substrate_hash = ? and k.valid = 1 order by i.id",
+                               [problem, substrate_hash]).fetchall()
+        return [r[0] for r in rows]
+
     def input_row(self, input_id: str) -> dict[str, Any]:
         """One stored input: its spec record (JSON), label and source."""
         return self.db["inputs"].get(input_id)

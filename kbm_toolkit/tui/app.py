@@ -32,6 +32,10 @@ def _incomplete(data: Overview, protocol: str) -> str:
     return f"incomplete: {missing_words(missing['checks'], missing['cells'])}" if missing else ""
 
 
+def _mutants(n: int) -> str:
+    return f"{n:,} mutant{'' if n == 1 else 's'}"
+
+
 def _pct(x: float | None, of: int | None = None) -> Text:
     if x is None:
         return Text("-")
@@ -71,10 +75,11 @@ class OverviewScreen(DataScreen):
         counts = self.app.store_view().status_counts()
         self.query_one("#summary", Static).update(
             "; ".join(data.score_words(p.name) + (f" ({_incomplete(data, p.name)})" if p.name in data.missing else "")
-                      + (f" (witness search open: {data.open_search[p.name]['mutants']:,} mutants)"
+                      + (f" (witness search open: {_mutants(data.open_search[p.name]['mutants'])})"
                          if p.name in data.open_search else "")
                       for p in data.protocols) + ". "
-            + "".join(f"{p} leaves out {len(why)} problems it cannot referee (kbm refcheck). "
+            + "".join(f"{p} leaves out {len(why)} problem{'' if len(why) == 1 else 's'} it cannot referee "
+                      "(kbm refcheck). "
                       for p, why in data.excluded.items())
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
             + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items())
