@@ -71,6 +71,8 @@ def test_fuzz_redraws_six_decades_and_the_shape_variant_varies_sizes(demo: Probl
     # a shape the problem cannot take (its reference raises) is no test: fuzz-shapes drops it, while
     # fuzz, whose inputs all keep the official shapes, counts a non-finite reference against the kernel
     assert load_protocol("fuzz-shapes").drop_nonfinite_reference and not load_protocol("fuzz").drop_nonfinite_reference
+    # a small `dim` is an axis (level2/24's): fuzz-shapes as shipped leaves it as it is
+    assert load_protocol("fuzz-shapes").config["dim_axis_at_most"] == 4
 
 
 
@@ -89,6 +91,10 @@ def test_fuzz_shapes_can_cap_how_far_an_input_grows_a_size() -> None:
     assert [tuple(*r["shape"].items()) for r in capped] == [  # batch_size 256 (4x) and 1025 (16x) left out
         ("dim", 1), ("dim", 3), ("dim", 7), ("batch_size", 1), ("batch_size", 3), ("dim", 256), ("batch_size", 7),
         ("dim", 1025)]
+    # a `dim` of a tensor's rank or less is the axis an operation reduces (level2/24's minimum): no size
+    assert shapes.boundary_shapes(None, {"batch_size": 64, "dim": 2}, {"values": [1, 3], "dim_axis_at_most": 4}) == [
+        {"shape": {"batch_size": 1}, "label": "shape batch_size=1"},
+        {"shape": {"batch_size": 3}, "label": "shape batch_size=3"}]
 
 
 README_EXAMPLE = """

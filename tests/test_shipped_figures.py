@@ -26,7 +26,8 @@ fuzz-shapes has since left out the inputs that grow a size past twice its offici
 run screens each mutant on, has since become a protocol (`probe`), so its kills are witnesses; the
 record had no such protocol, and here none is installed. Nor had the record `kbm equivalence`'s
 shape verdicts, which settle (mutant, input) pairs no cell was measured on: the copy drops them.
-Nor did its fuzz-shapes drop an input whose reference raises or is non-finite; here it does not."""
+Nor did its fuzz-shapes drop an input whose reference raises or is non-finite, nor leave a small
+`dim` (an axis) as it is; here it does neither."""
 
 from __future__ import annotations
 
@@ -52,14 +53,15 @@ QUARANTINED_SINCE = [line for line in (FIXTURES / "quarantined_after_record.txt"
 
 @pytest.fixture(autouse=True)
 def fuzz_shapes_as_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """fuzz-shapes as the record's: no cap on how far an input grows a size, and an input whose
-    reference raises or is non-finite a false rejection, not dropped."""
+    """fuzz-shapes as the record's: no cap on how far an input grows a size, a small `dim` varied as
+    a size, and an input whose reference raises or is non-finite a false rejection, not dropped."""
     from kbm_toolkit.protocols import registry
 
     protocols_of = registry._protocols_of
 
     def as_recorded(name: str, target: object) -> list[Protocol]:
-        return [dataclasses.replace(p, config={k: v for k, v in p.config.items() if k != "max_growth"},
+        return [dataclasses.replace(p, config={k: v for k, v in p.config.items()
+                                               if k not in ("max_growth", "dim_axis_at_most")},
                                     drop_nonfinite_reference=False, _specs={}) if p.name == "fuzz-shapes" else p
                 for p in protocols_of(name, target)]
 
