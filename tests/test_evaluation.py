@@ -268,6 +268,29 @@ def test_a_run_keeps_the_cells_of_the_inputs_it_could_build_and_a_later_run_adds
     assert again.problems[problem.key] == "done" and on[trials["trial 2"]] == len(ids)
 
 
+def test_a_problem_planned_in_parts_is_the_problem_planned_whole(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kbm_toolkit.evaluation.plan import Job, plan_parts, plans_ahead, stored_mutants
+
+    assert plan_parts(5, 16) == [(0, None)] and plan_parts(40, None) == [(0, None)]
+    assert plan_parts(40, 16) == [(0, 16), (16, 32), (32, None)] and plan_parts(32, 16) == [(0, 16), (16, None)]
+    problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
+    store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
+    jobs = [Job(p, *stored_mutants(store, p), []) for p in problems]
+    broken = Job(problems[0], jobs[0].substrate, jobs[0].substrate_hash, {f"m{i}": {} for i in range(3)}, [])
+    args = ("sm_90", True, RULES, None)
+    with ThreadPoolExecutor(3) as pool:
+        whole = list(plans_ahead(pool, jobs, 4, args, size=None))
+        parted = list(plans_ahead(pool, [jobs[0], broken, jobs[1]], 4, args, size=2))
+    # a job whose parts raise comes once, with the error, and the jobs after it still come
+    assert [j.problem.key for j, _ in parted] == ["demo/1_LeakyReLU", "demo/1_LeakyReLU", "demo/3_LayerNorm"]
+    assert isinstance(parted[1][1], KeyError)
+    for (_, plan), (_, in_parts) in zip(whole, [parted[0], parted[2]]):
+        assert len(plan.mutants) > 2 and in_parts.mutants == plan.mutants  # the same images, in the same order
+        assert (in_parts.original, in_parts.probe) == (plan.original, plan.probe)
+
+
 class _Logged(evaluation_run.Worker):
     """A worker that logs, in one list shared by all, each task it is sent (its problem) and its close."""
 
@@ -543,8 +566,8 @@ def test_a_resumed_or_wider_run_compiles_only_the_mutants_it_has_work_for(tmp_pa
     def counting_pool(size: int) -> Any:
         pool = real_pool(size)
         submit = pool.submit
-        pool.submit = lambda fn, problem, s, h, rows, *rest: (compiled.__setitem__(problem.key, set(rows))
-                                                              or submit(fn, problem, s, h, rows, *rest))
+        pool.submit = lambda fn, problem, s, h, rows, *rest, **kw: (compiled.__setitem__(problem.key, set(rows))
+                                                                    or submit(fn, problem, s, h, rows, *rest, **kw))
         return pool
 
     monkeypatch.setattr(evaluation_run, "compile_pool", counting_pool)

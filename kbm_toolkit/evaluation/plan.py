@@ -4,8 +4,10 @@ which mutants still have work, and (in the compile pool) their images compiled f
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, NamedTuple
+from collections import deque
+from concurrent.futures import Executor, Future
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.errors import KbmError
@@ -93,12 +95,31 @@ def stored_mutants(store: Any, problem: Problem, sample: float | None = None
     return substrate, sh, rows
 
 
+PLAN_PART = 16
+"""Mutants one compile process plans at a time. A problem planned whole in one process kept the
+GPU workers waiting at a run's start: on a fresh H100 (run 72, 2026-12-05) the first three
+problems' plans (154 to 253 conv mutants, 0.1-0.2 s each to compile) took about 80 s while the
+other compile processes planned problems further on."""
+
+Part = tuple[int, int | None]
+"""A slice of a problem's stored mutants in generation order: [start, end), end None for the rest."""
+
+
+def plan_parts(n: int, size: int | None = PLAN_PART) -> list[Part]:
+    """The parts a problem with `n` mutants to compile is planned in: at most `size` each (None: one part)."""
+    if not size or n <= size:
+        return [(0, None)]
+    return [(a, a + size if a + size < n else None) for a in range(0, n, size)]
+
+
 def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str, dict[str, Any]],
                  specs: list[InputSpec], arch: str, probe: bool, rules: list[Any] | None = None,
-                 margins: list[Margin] | None = None) -> ProblemPlan:
-    """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached)."""
+                 margins: list[Margin] | None = None, part: Part = (0, None)) -> ProblemPlan:
+    """Compile the substrate (hash `sh`) and the mutants in `rows` (NVRTC, cached); of those, in
+    the order kbm's rules make them, only the `part` slice."""
     original = compile_source(substrate.source, arch, where=str(substrate.kernel_path))
     made = stored(rows.values(), generate(substrate, rules if rules is not None else load_rules())) if rows else []
+    made = made[part[0]:part[1]]
     mutants = []
     for m in made:
         image = compile_source(m.kernel_source, arch) if m.target == "kernel" else original
@@ -108,6 +129,42 @@ def plan_problem(problem: Problem, substrate: Substrate, sh: str, rows: dict[str
                         "launch": m.launch})
     return ProblemPlan(problem, substrate, sh, asdict(original), mutants,
                        probe_spec(problem, substrate) if probe else None, specs, list(margins or []))
+
+
+def joined(parts: list[ProblemPlan]) -> ProblemPlan:
+    """One problem's plan from the plans of its parts, in order."""
+    return replace(parts[0], mutants=[m for p in parts for m in p.mutants])
+
+
+def plans_ahead(pool: Executor, jobs: Iterable[Job], depth: int, args: tuple[Any, ...],
+                size: int | None = PLAN_PART, stopped: Callable[[], bool] = lambda: False
+                ) -> Iterator[tuple[Job, ProblemPlan | Exception]]:
+    """Each job's plan, in order, compiled in `pool` in parts of at most `size` mutants
+    (`plan_parts`), `depth` parts in flight; `args` are `plan_problem`'s after the job's. A job
+    whose part raised comes with that exception instead. Once `stopped()`, nothing more is sent."""
+    queued = ((job, part) for job in jobs for part in plan_parts(len(job.mutants), size))
+    ahead: deque[tuple[Job, Part, Future]] = deque()
+
+    def submit() -> None:
+        following = next(queued, None)
+        if following is not None and not stopped():
+            job, part = following
+            ahead.append((job, part, pool.submit(plan_problem, *job, *args, part=part)))
+
+    for _ in range(depth):
+        submit()
+    parts: list[ProblemPlan] = []
+    error: Exception | None = None
+    while ahead:
+        job, part, planned = ahead.popleft()
+        submit()
+        try:
+            parts.append(planned.result())
+        except Exception as e:  # e.g. a substrate edited since it was mutated
+            error = error or e
+        if part[1] is None:  # the job's last part
+            yield job, error if error is not None else joined(parts)
+            parts, error = [], None
 
 
 def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[str, Any]], specs: list[InputSpec],

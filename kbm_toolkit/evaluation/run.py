@@ -19,8 +19,7 @@ import queue
 import signal
 import threading
 import time
-from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Callable, Iterator
@@ -31,8 +30,8 @@ from kbm_toolkit.evaluation.collect import Collector
 from kbm_toolkit.evaluation.compiling import abandon, compile_pool
 from kbm_toolkit.evaluation.driver import ProblemRun
 from kbm_toolkit.evaluation.options import CELL_PREPARE, CELL_TASK, CELL_WARM_UP, GPU_PRELOAD, RunOptions
-from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work, plan_problem, probe_spec,
-                                         stored_mutants, stored_progress)
+from kbm_toolkit.evaluation.plan import (Job, StoredProgress, mutants_with_work, plan_parts, plans_ahead,
+                                         probe_spec, stored_mutants, stored_progress)
 from kbm_toolkit.evaluation.shard import run_order
 from kbm_toolkit.evaluation.stats import RunSummary, spare_stats, split_seconds
 from kbm_toolkit.evaluation.workers import Worker, WorkerClosed, start_server
@@ -72,7 +71,8 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
     input is not run on the others unless `options.rerun_crashers`.
 
     What the store knows is read first (cheap); compiling is pipelined with the GPU: a process
-    pool compiles problems ahead of the workers, in run order, each problem in one process.
+    pool compiles problems ahead of the workers, in run order, each in parts of a few mutants
+    spread over the pool (`plan.plans_ahead`).
     """
     options = options or RunOptions()
     if options.margins is None:  # what every installed protocol's judging needs, in every new cell
@@ -191,10 +191,11 @@ class _Run:
                             for i in range(options.gpus * options.workers_per_gpu)]
             for worker in self.workers:  # a burst of crashes in one draws on its GPU's other warm spares
                 worker.share_spares(self.workers)
-        # each process plans whole problems, several problems ahead of the GPU in run order: one
-        # problem's mutants alone (a few dozen in a sampled run) left most of the pool idle
+        # the pool plans parts of problems, several ahead of the GPU in run order: one problem's
+        # mutants alone (a few dozen in a sampled run) left most of the pool idle
         local = 0 if options.ray is not None else len(self.workers)  # Ray's workers use the cluster's CPUs
-        size = max(1, min(len(self.jobs), (os.cpu_count() or 2) - local - 2))
+        parts = sum(len(plan_parts(len(job.mutants))) for job in self.jobs)
+        size = max(1, min(parts, (os.cpu_count() or 2) - local - 2))
         pool = compile_pool(size)
         threads = [threading.Thread(target=self._plan_ahead, args=(pool, size), daemon=True)]
         threads += [threading.Thread(target=self._serve, args=(w,), daemon=True) for w in self.workers]
@@ -213,28 +214,17 @@ class _Run:
         return stats
 
     def _plan_ahead(self, pool: ProcessPoolExecutor, size: int) -> None:
-        """The planner's thread: keep `2 * size` problems compiling ahead of the workers, in run
-        order, and hand each plan on; a problem that cannot be planned gets an error verdict."""
+        """The planner's thread: keep `2 * size` parts of problems compiling ahead of the workers,
+        in run order, and hand each plan on; a problem that cannot be planned gets an error verdict."""
+        options = self.options
         try:
-            queued = iter(self.jobs)
-            ahead: deque[tuple[Problem, Future]] = deque()
-
-            def submit() -> None:
-                job = next(queued, None)
-                if job is not None and not self.stop.is_set():
-                    ahead.append((job.problem, pool.submit(plan_problem, *job, self.arch, self.probe,
-                                                           self.options.rules, self.options.margins)))
-
-            for _ in range(2 * size):
-                submit()
-            while ahead:
-                problem, planned = ahead.popleft()
-                submit()
-                try:
-                    self.work.put(planned.result())
-                except Exception as e:  # e.g. a substrate edited since it was mutated: skip that problem
-                    why = one_line(e)
-                    self.results.put((problem.key, {"kind": RecordKind.PROBLEM, "verdict": f"error: {why}"}))
+            for job, plan in plans_ahead(pool, self.jobs, 2 * size, (self.arch, self.probe, options.rules,
+                                                                      options.margins), stopped=self.stop.is_set):
+                if isinstance(plan, Exception):  # e.g. a substrate edited since it was mutated: skip that problem
+                    verdict = f"error: {one_line(plan)}"
+                    self.results.put((job.problem.key, {"kind": RecordKind.PROBLEM, "verdict": verdict}))
+                else:
+                    self.work.put(plan)
         except RuntimeError:  # submitting to the pool the stopped run has just abandoned
             if not self.stop.is_set():
                 raise
