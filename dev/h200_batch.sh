@@ -14,8 +14,8 @@
 #                                           kb-targets (ceilings and targeted inputs, run on the official check's
 #                                           witnessed survivors: the knowledge ladder)
 #                                           kb-deep (issue 29's deep witness search on the DEEP_SAMPLE share: fuzz-shapes
-#                                           on its mutants, a problem it errored on again with one worker, then the
-#                                           targeted inputs on its official survivors; resumable)
+#                                           on its mutants, then the targeted inputs on its official survivors;
+#                                           resumable)
 #                                           kb-refcheck (KernelBench references against fp64)
 #                                           kb-redo (cells measured after a restored write, again; then the
 #                                           first-kill gaps that opens; KB_SEED the shipped store, unpacked)
@@ -32,6 +32,8 @@
 #                                           this checkout's, SAMPLE of the slice's mutants)
 #                                           compare-floor (bench/compare_floor.py: the one-pass comparison alone
 #                                           against reading both tensors once)
+#                                           plan-bench (bench/plan_latency.py on this host's cores: a run's first
+#                                           plans, problems compiled whole against in parts; no GPU used)
 #                                           shards (the demo pool as one run and as two shards merged; their cells compared)
 #                                           l3-pool (issue 28's pool, resumable from a carried .kbm/l3-live.db.xz)
 #                                           l3-targets (kbm targets on level 3, run on kernelbench's survivors there)
@@ -272,6 +274,11 @@ PY
                         # WORKERS=2 also span the other worker's time slices
             timeout "$(left)" python3 bench/compare_floor.py --repeats 7 > "$OUT/logs/compare-floor.txt" 2>&1
             echo "compare floor: exit $?; $(tail -n 1 "$OUT/logs/compare-floor.txt")" ;;
+        plan-bench)  # issue 27 item 3: how soon the compile pool hands the workers their first plans, on the
+                     # host's cores (the CPU measurement had 2), from an empty cache; about a minute
+            timeout "$(left)" python3 bench/plan_latency.py --kernelbench third_party/KernelBench --problems 12 \
+                --consumers 3 --workers 12 > "$OUT/logs/plan-bench.txt" 2>&1
+            echo "plan bench: exit $?; $(tail -n 1 "$OUT/logs/plan-bench.txt")" ;;
         shards)  # issue 27: the demo pool under kernelbench's inputs as one run, and as two shards merged
             python3 -c "import sqlite3, sys; sys.path.insert(0, 'bench'); from eval_throughput import prepare_input
 import lzma, shutil; shutil.copyfileobj(lzma.open('kbm_toolkit/data/demo.db.xz'), open('/tmp/demo-src.db', 'wb'))
