@@ -44,7 +44,7 @@ from kbm_toolkit.paths import PACKAGE_DIR
 from kbm_toolkit.problems.problem import problem_from_row
 from kbm_toolkit.store import Store, copy_store
 from kbm_toolkit.store.merge import MERGED
-from kbm_toolkit.store.shipped import _merge_supplement as merge_supplement  # as kbm unpacks a shipped store
+from kbm_toolkit.store.shipped import merge_supplement, unpack
 
 DROPPED = ("target", "line", "col", "start", "end", "original", "replacement", "name", "source_hash", "image_hash",
            "duplicate_of", "compile_ms", "message", "diff", "arch", "created")
@@ -88,14 +88,6 @@ def fill_constants(store: Store) -> tuple[int, list[str]]:
     return filled, lacking
 
 
-def _unpacked(packed: Path, target: Path) -> Path:
-    """`packed` (xz or not) as a store at `target`, migrated to this kbm's schema."""
-    with (lzma.open(packed) if packed.suffix == ".xz" else open(packed, "rb")) as src, open(target, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    Store(target).close()
-    return target
-
-
 def _differences(conn: sqlite3.Connection, left: str, right: str) -> dict[str, int]:
     """Per table, how many rows of schema `left` schema `right` does not hold as they are."""
     out = {}
@@ -113,7 +105,7 @@ def make_supplement(source: Path, base: Path, packed: Path, work: Path) -> dict[
     target = work / "supplement.db"
     copy_store(source, target)
     conn = sqlite3.connect(target)
-    conn.execute("attach ? as base", [str(_unpacked(base, work / "base.db"))])
+    conn.execute("attach ? as base", [str(unpack(base, work / "base.db"))])
     kept, referenced = {}, []
     with conn:
         for table, pk, run_column in MERGED:
@@ -136,7 +128,7 @@ def make_supplement(source: Path, base: Path, packed: Path, work: Path) -> dict[
     with open(target, "rb") as src, lzma.open(staged, "wb", preset=9 | lzma.PRESET_EXTREME) as dst:
         shutil.copyfileobj(src, dst)
     # the check: the base with the packed supplement merged in by kbm's own unpacking is the source again
-    merge_supplement(_unpacked(base, work / "merged.db"), staged)
+    merge_supplement(unpack(base, work / "merged.db"), staged)
     conn = sqlite3.connect(work / "merged.db")
     conn.execute("attach ? as source", [str(source)])
     lost = {**_differences(conn, "source", "main"), **_differences(conn, "main", "source")}

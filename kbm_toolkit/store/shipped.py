@@ -63,10 +63,9 @@ def shipped_store_path(name: str = DEFAULT_SHIPPED) -> Path:
             folder.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.part")
             try:
-                _unpack(packed, partial)
-                _upgrade(partial)
+                unpack(packed, partial)
                 for part in parts:
-                    _merge_supplement(partial, part)
+                    merge_supplement(partial, part)
             except BaseException:
                 partial.unlink(missing_ok=True)
                 raise
@@ -107,12 +106,18 @@ def _unpack(packed: Path, target: Path) -> None:
         raise StoreError(f"the shipped store is damaged ({e}); reinstall kbm", packed) from None
 
 
-def _merge_supplement(path: Path, part: Path) -> None:
-    """Merge the supplement `part` into the unpacked store at `path`."""
+def unpack(packed: Path, target: Path) -> Path:
+    """A packed store (xz) unpacked at `target` and migrated to this kbm's schema; StoreError when damaged."""
+    _unpack(packed, target)
+    _upgrade(target)
+    return target
+
+
+def merge_supplement(path: Path, part: Path) -> None:
+    """Merge the supplement `part` into the unpacked store at `path`, as kbm unpacks a shipped store."""
     unpacked = path.with_name(f"{path.name}.{part.name}")
     try:
-        _unpack(part, unpacked)
-        _upgrade(unpacked)
+        unpack(part, unpacked)
         into, rows = Store(path), Store(unpacked, readonly=True)
         try:
             into.merge(rows)
