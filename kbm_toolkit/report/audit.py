@@ -54,9 +54,14 @@ def open_words(report: dict[str, Any]) -> str:
     if not found.get("mutants"):
         return ""
     by = ", ".join(f"{name} {n:,}" for name, n in found["by"].items())
-    one = found["mutants"] == 1
-    return (f"witness search open: {found['mutants']:,} mutant{'' if one else 's'} no protocol witnesses "
-            f"lack{'s' if one else ''} cells or checks that could ({by}), so the denominator may grow")
+    lack = "lacks" if found["mutants"] == 1 else "lack"
+    return (f"witness search open: {counted(found['mutants'], 'mutant')} no protocol witnesses {lack} cells or "
+            f"checks that could ({by}), so the denominator may grow")
+
+
+def counted(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless one: "1 problem", "3,797 mutants"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:
@@ -66,8 +71,7 @@ def missing_words(checks: dict[str, list[str]], cells: dict[str, int]) -> str:
     if not inputs and not missing:
         return ""
     parts = ([f"{inputs:,} of its inputs never checked"] if inputs else []) + ([f"{missing:,} cells missing"] if missing else [])
-    problems = len(set(checks) | set(cells))
-    return " and ".join(parts) + f" on {problems} problem{'' if problems == 1 else 's'}"
+    return " and ".join(parts) + f" on {counted(len(set(checks) | set(cells)), 'problem')}"
 
 
 def _print_as_run(console: Any, report: dict[str, Any]) -> None:

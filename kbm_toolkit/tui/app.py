@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from kbm_toolkit.analysis.overview import Overview, mutant_detail, overview
 from kbm_toolkit.analysis.submissions import SubmissionVerdicts, submission_verdicts, verdict_counts
 from kbm_toolkit.protocols.protocol import Protocol
-from kbm_toolkit.report.audit import missing_words, sample_words
+from kbm_toolkit.report.audit import counted, missing_words, sample_words
 from kbm_toolkit.store import Store
 from kbm_toolkit.vocabulary import Accounting
 
@@ -30,10 +30,6 @@ def _incomplete(data: Overview, protocol: str) -> str:
     """"incomplete: ... never checked ..." for a protocol whose figures lack cells, else ""."""
     missing = data.missing.get(protocol)
     return f"incomplete: {missing_words(missing['checks'], missing['cells'])}" if missing else ""
-
-
-def _mutants(n: int) -> str:
-    return f"{n:,} mutant{'' if n == 1 else 's'}"
 
 
 def _pct(x: float | None, of: int | None = None) -> Text:
@@ -75,11 +71,10 @@ class OverviewScreen(DataScreen):
         counts = self.app.store_view().status_counts()
         self.query_one("#summary", Static).update(
             "; ".join(data.score_words(p.name) + (f" ({_incomplete(data, p.name)})" if p.name in data.missing else "")
-                      + (f" (witness search open: {_mutants(data.open_search[p.name]['mutants'])})"
+                      + (f" (witness search open: {counted(data.open_search[p.name]['mutants'], 'mutant')})"
                          if p.name in data.open_search else "")
                       for p in data.protocols) + ". "
-            + "".join(f"{p} leaves out {len(why)} problem{'' if len(why) == 1 else 's'} it cannot referee "
-                      "(kbm refcheck). "
+            + "".join(f"{p} leaves out {counted(len(why), 'problem')} it cannot referee (kbm refcheck). "
                       for p, why in data.excluded.items())
             + ", ".join(f"{n:,} {s.replace('_', ' ')}" for s, n in sorted(counts.items())) + ". "
             + "False rejections: " + ", ".join(f"{p} {n}" for p, n in data.false_rejections.items())
