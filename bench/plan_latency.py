@@ -6,8 +6,9 @@ parts of `PLAN_PART` mutants spread over the pool (`evaluation.plan.plans_ahead`
         [--problems 12] [--workers N] [--consumers 3] [--repeat 1]
 
 The first `--problems` problems the store has mutants of, in the order a run takes them, each
-with every stored mutant at its current substrate, are planned by kbm's own compile pool (`compile_pool`, niced, `--workers`
-processes) with each variant, each from an empty compile cache, alternating `--repeat` times.
+with every stored mutant at its current substrate, are planned by kbm's own compile pool
+(`compile_pool`, niced, `--workers` processes) with each variant, each from an empty compile
+cache, alternating `--repeat` times.
 A run's workers ask for their first problem at once: the seconds until the first `--consumers`
 plans are ready are what they wait. Printed per variant: when the first plan, the first
 `--consumers` plans and all of them were ready; the last line is the ratio, whole over parts, of

@@ -122,15 +122,11 @@ class _Driver:
             RecordKind.UNBUILT: self._unbuilt, RecordKind.TIME: self.emit}
         self.unbuilt: dict[str, str] = {}
         """Inputs the worker could not build for lack of GPU memory (id -> why): left unchecked."""
-        self.unbuilt_recheck: dict[str, dict[str, Any]] = {}
-        """What `recheck` held for those inputs: a later try on them needs it again."""
 
     def resume(self, worker: Worker) -> str:
         """Go on on `worker`, alone on its GPU, trying the unbuilt inputs once more; the verdict."""
         self.worker = worker
-        self.recheck.update(self.unbuilt_recheck)
         self.unbuilt.clear()
-        self.unbuilt_recheck.clear()
         return self.verdict()
 
     def verdict(self) -> str:
@@ -138,7 +134,7 @@ class _Driver:
         stuck = 0
         while True:
             if _complete([m["id"] for m in self.mutants], self._buildable(), self.done, self.checked) \
-                    and not self.recheck:
+                    and self.recheck.keys() <= self.unbuilt.keys():
                 if self.unbuilt:  # its other inputs' cells are stored; these wait for a GPU with more memory
                     first, n = next(iter(self.unbuilt.values())), len(self.unbuilt)
                     alike = " (and the others alike)" if n > 1 else ""
@@ -201,9 +197,7 @@ class _Driver:
         return [s for s in self.specs if s.id not in self.unbuilt]
 
     def _unbuilt(self, rec: dict[str, Any]) -> None:
-        self.unbuilt[rec["input"]] = rec["note"]
-        if rec["input"] in self.recheck:
-            self.unbuilt_recheck[rec["input"]] = self.recheck.pop(rec["input"])
+        self.unbuilt[rec["input"]] = rec["note"]  # its recheck, if any, waits with it
         self.progressed = True  # the task went on to the problem's other inputs
 
     def _rebuilt(self, rec: dict[str, Any]) -> None:
