@@ -306,18 +306,20 @@ class _Logged(evaluation_run.Worker):
 
 
 def _crowded_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, Any],
-                 workers: int) -> tuple[Store, Any, list[tuple[str, str]]]:
-    """demo/1 and demo/3 on `workers` workers of one GPU, `behaviour` for the fake: the store,
-    the summary, and each (problem, verdict) as the run said it."""
+                 workers: int, **options: Any) -> tuple[Store, Any, list[tuple[str, str]]]:
+    """demo/1 and demo/3 on `workers` workers of one GPU, `behaviour` for the fake, `options` for
+    the run, in the store at tmp_path/s.db (made if new): the store, the summary, and each
+    (problem, verdict) as the run said it."""
     problems = [ProblemSet.discover().get(k) for k in ("demo/1", "demo/3")]
-    store = mutated_store(tmp_path / "s.db", ("demo/1", "demo/3"))
+    path = tmp_path / "s.db"
+    store = Store(path) if path.exists() else mutated_store(path, ("demo/1", "demo/3"))
     monkeypatch.setenv("KBM_FAKE", json.dumps(behaviour))
     monkeypatch.syspath_prepend(str(REPO / "tests"))
     monkeypatch.setattr(evaluation_run, "Worker", _Logged)
     monkeypatch.setattr(_Logged, "log", [])
     said: list[tuple[str, str]] = []
     summary = run_evaluation(store, problems, specs_for, "test", "sm_90", {"gpu": "fake"},
-                             fake(workers_per_gpu=workers, on_problem=lambda k, v: said.append((k, v))))
+                             fake(workers_per_gpu=workers, on_problem=lambda k, v: said.append((k, v)), **options))
     return store, summary, said
 
 
@@ -341,6 +343,26 @@ def test_an_input_that_did_not_fit_beside_another_worker_is_built_again_alone(
     on = Counter(i for m, i in cells(store) if m in distinct)
     assert on[trial] == len(distinct) and summary.cells == store.db["cells"].count
     assert trial in {r["input"] for r in store.db["input_checks"].rows}
+
+
+def test_margins_owed_to_an_input_that_did_not_fit_come_when_it_is_built_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.judging import PYTORCH_DEFAULT, margin_key
+
+    problem = ProblemSet.discover().get("demo/3")
+    trial = specs_for(problem)[1].id
+    store, _, _ = _crowded_run(tmp_path, monkeypatch, {}, 1, margins=[])
+    assert store.db["input_checks"].count_where("margins is not null") == 0
+    wanted = [(PYTORCH_DEFAULT, "output", 1.0)]
+    _, summary, said = _crowded_run(tmp_path, monkeypatch, {"crowded": {"inputs": [trial], "dir": str(tmp_path)}}, 2,
+                                    margins=wanted, checks_only=True)
+    # the trial's recheck waited with it: one task beside the other worker, one alone, none in between
+    assert summary.problems[problem.key] == "done"
+    assert [v[:8] for k, v in said if k == problem.key] == ["waiting:", "done"]
+    assert [what for _, what in _Logged.log].count(problem.key) == 2
+    owed = {r["input"]: r["margins"] for r in store.db["input_checks"].rows_where("valid = 1")
+            if r["input"] in {s.id for s in specs_for(problem)}}
+    assert len(owed) == 3 and all(json.loads(m or "{}").keys() == {margin_key(*wanted[0])} for m in owed.values())
 
 
 def test_an_input_that_does_not_fit_alone_either_waits_for_a_larger_gpu(
