@@ -91,15 +91,16 @@ def test_store_marks_unrefereeable_problems(fresh_store, demo: ProblemSet) -> No
 
 
 def test_run_reference_builds_each_model_once(demo: ProblemSet) -> None:
-    from kbm_toolkit.cuda.reference import run_reference
+    from kbm_toolkit.cuda.reference import ModelCache, run_reference
 
     problem = demo.get("demo/1")
     specs = gate_specs(problem, substrate_for(problem))
-    models: dict = {}
+    models = ModelCache()
     model, inputs, ref, ms = run_reference(problem, specs[0], models, "cpu")
     assert torch.equal(ref, model(*inputs)) and ms >= 0
     run_reference(problem, specs[1], models, "cpu")
-    assert len(models) == 1  # two official trials share one model
+    assert models.built == 1  # two official trials share one model
     odd = next(s for s in specs if s.shape)
+    assert problem.model_constants() == frozenset()  # its sizes shape only the inputs
     _, inputs, _, _ = run_reference(problem, odd, models, "cpu")
-    assert len(models) == 2 and inputs[0].shape == (3, 1001)
+    assert models.built == 1 and inputs[0].shape == (3, 1001)

@@ -14,7 +14,7 @@ from support import problem_from_source
 def test_a_list_valued_shape_override_builds_its_reference(tmp_path) -> None:
     # every such input once raised "unhashable type: 'list'" keying the model cache, and was stored
     # invalid: the probe of 11 KernelBench problems (input_shape = [37, 5] and the like)
-    from kbm_toolkit.cuda.reference import run_reference
+    from kbm_toolkit.cuda.reference import ModelCache, run_reference
     from kbm_toolkit.problems.input_spec import InputSpec
 
     problem = problem_from_source(tmp_path, "Scan", "import torch\n\nclass Model(torch.nn.Module):\n"
@@ -23,9 +23,9 @@ def test_a_list_valued_shape_override_builds_its_reference(tmp_path) -> None:
                                   "    return [torch.rand(batch_size, *input_shape)]\n\n"
                                   "def get_init_inputs():\n    return []\n")
     spec = InputSpec.make(problem.key, 42, shape={"batch_size": 2, "input_shape": [37, 5]}, label="probe")
-    models: dict = {}
+    models = ModelCache()
     _, _, out, _ = run_reference(problem, spec, models, "cpu")
-    assert tuple(out.shape) == (2, 37, 5) and spec.model_key in models
+    assert tuple(out.shape) == (2, 37, 5) and models.built == 1
     assert spec.record()["shape"] == {"batch_size": 2, "input_shape": [37, 5]}  # the id is the stored one
 
 

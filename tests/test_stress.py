@@ -79,13 +79,15 @@ def test_a_mutants_first_launch_under_stress_is_not_held_up_once_preloaded() -> 
 def test_a_spec_that_names_a_stress_is_another_input_with_the_same_tensors() -> None:
     from kbm_toolkit.errors import KbmError
     from kbm_toolkit.problems.input_spec import InputSpec
+    from kbm_toolkit.problems.problem_set import ProblemSet
 
     plain = InputSpec.make("demo/1_LeakyReLU", 42, label="official")
     stressed = InputSpec.make("demo/1_LeakyReLU", 42, stress="memory", label="official, stressed")
     assert "stress" not in plain.record()  # every spec that names none keeps its id
     assert stressed.record() == {**plain.record(), "stress": "memory"} and stressed.id != plain.id
     assert InputSpec.from_record(stressed.record()) == stressed
-    assert (stressed.model_key, stressed.seed, stressed.base) == (plain.model_key, plain.seed, plain.base)
+    problem = ProblemSet.discover().get("demo/1")
+    assert (stressed.model_key(problem), stressed.seed, stressed.base) == (plain.model_key(problem), plain.seed, plain.base)
     with pytest.raises(KbmError, match="stress must be one of memory, got 'heat'"):
         InputSpec.make("demo/1_LeakyReLU", 42, stress="heat")
 

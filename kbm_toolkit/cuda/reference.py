@@ -13,9 +13,8 @@ from torch.overrides import TorchFunctionMode
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.judging import PYTORCH_DEFAULT, REFERENCES, STRICT
-
 from kbm_toolkit.problems.input_spec import InputSpec
-from kbm_toolkit.problems.problem import Problem
+from kbm_toolkit.problems.problem import Problem, ProblemModule
 from kbm_toolkit.problems.tensors import spec_inputs, spec_model
 
 
@@ -49,17 +48,44 @@ def reference_environment(name: str) -> Iterator[None]:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = cudnn, matmul
 
 
-def run_reference(problem: Problem, spec: InputSpec, models: dict[tuple, tuple[Any, Any]],
+class ModelCache:
+    """Reference models, each built once per `InputSpec.model_key` (the overrides of the constants
+    the model can read, its parameter init), and the problem module at each spec's own overrides,
+    which that spec's inputs are drawn from: specs of one problem that differ only in sizes the
+    model never reads (`batch_size`, mostly) share one model."""
+
+    def __init__(self) -> None:
+        self._models: dict[tuple, Any] = {}
+        self._modules: dict[tuple, ProblemModule] = {}
+        self.built = 0
+        """Models built so far."""
+
+    def get(self, problem: Problem, spec: InputSpec, device: str = "cuda") -> tuple[ProblemModule, Any]:
+        """The problem module at `spec`'s overrides and `spec`'s reference model on `device`."""
+        at = (problem.key, spec.overrides_key)
+        if at not in self._modules:
+            self._modules[at] = problem.load(dict(spec.shape))
+        module = self._modules[at]
+        key = (problem.key, spec.model_key(problem))
+        if key not in self._models:
+            self._models[key] = spec_model(spec, module, device)
+            self.built += 1
+        return module, self._models[key]
+
+    def clear(self) -> None:
+        """Forget every model (e.g. its weights may have been written over)."""
+        self._models.clear()
+        self._modules.clear()
+
+
+def run_reference(problem: Problem, spec: InputSpec, models: ModelCache,
                   device: str = "cuda") -> tuple[Any, list[Any], Any, float]:
     """Build `spec`'s inputs and run the reference on them: (model, inputs, output, wall ms).
 
-    Models are cached in `models` by the spec's model key (shape overrides and parameter init),
-    so an input-major loop builds each model once. Whatever the reference raises propagates.
+    `models` builds each model once, so an input-major loop over specs that share a model key
+    builds it once. Whatever the reference raises propagates.
     """
-    if spec.model_key not in models:
-        module = problem.load(dict(spec.shape))
-        models[spec.model_key] = (module, spec_model(spec, module, device))
-    module, model = models[spec.model_key]
+    module, model = models.get(problem, spec, device)
     inputs = spec_inputs(spec, module, device)
     start = time.perf_counter()
     with torch.no_grad():

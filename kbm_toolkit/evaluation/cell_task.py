@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator
 
 from kbm_toolkit.cuda import redzone
 from kbm_toolkit.cuda.stress import around_launch, beside
@@ -33,6 +33,9 @@ from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.substrate import Substrate
 from kbm_toolkit.vocabulary import OUT_OF_MEMORY, REFERENCE_RAISED, Outcome, RecordKind
+
+if TYPE_CHECKING:  # torch comes with it: a task imports it in the child only
+    from kbm_toolkit.cuda.reference import ModelCache
 
 Records = Generator[dict[str, Any], None, Any]
 """A step of the task: the records it yields, and what it returns to the step above."""
@@ -168,7 +171,7 @@ def prepare(payload: dict[str, Any]) -> None:
     """
     import torch
 
-    from kbm_toolkit.cuda.reference import strict_fp32_references
+    from kbm_toolkit.cuda.reference import ModelCache, strict_fp32_references
 
     problem = Problem.from_record(payload["problem"])
     spec = InputSpec.from_record(payload["spec"])
@@ -182,7 +185,7 @@ def prepare(payload: dict[str, Any]) -> None:
         return
     strict_fp32_references()  # as a task sets up: what it builds ahead is what the task would build
     try:
-        built = Built.from_spec(problem, spec, {}, references)
+        built = Built.from_spec(problem, spec, ModelCache(), references)
         if unusable(built.ref):
             return
     except torch.OutOfMemoryError:  # the GPU is busy with the workers: the task builds it if it must
@@ -241,7 +244,7 @@ class Built:
         return cls(model, inputs, ref, others, Watch(tensors))
 
     @classmethod
-    def from_spec(cls, problem: Problem, spec: InputSpec, models: dict[tuple, tuple[Any, Any]],
+    def from_spec(cls, problem: Problem, spec: InputSpec, models: "ModelCache",
                   references: list[str]) -> "Built":
         """`spec`'s input built afresh (`models` caches the model, as `run_reference` says), with the
         other environments' `references` and the checksums."""
@@ -414,7 +417,7 @@ class _CellTask:
     def __init__(self, task: dict[str, Any]) -> None:
         from kbm_toolkit.cuda.kernels import LoadedKernel
         from kbm_toolkit.cuda.nvrtc import Image
-        from kbm_toolkit.cuda.reference import strict_fp32_references
+        from kbm_toolkit.cuda.reference import ModelCache, strict_fp32_references
 
         strict_fp32_references()
         self.problem = Problem.from_record(task["problem"])
@@ -434,7 +437,7 @@ class _CellTask:
         self.recheck: dict[str, dict[str, Any]] = task.get("recheck", {})
         """Valid inputs stored without some of `margins`: their stored margin and max |ref - out|."""
         self.kernels: dict[str, Any] = {}
-        self.models: dict[tuple, tuple[Any, Any]] = {}
+        self.models = ModelCache()
         self.margin_on: dict[str, float] = {}
         """Valid input -> the correct kernel's margin on it (a rebuilt input must give the same)."""
 

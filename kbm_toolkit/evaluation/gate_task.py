@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbm_toolkit.errors import KbmError
 from kbm_toolkit.evaluation.gate import GATE_TOLERANCE, GateResult, GateRow, gate_specs
@@ -18,6 +18,9 @@ from kbm_toolkit.problems.problem import Problem
 from kbm_toolkit.problems.seeds import OFFICIAL_TRIALS
 from kbm_toolkit.problems.substrate import Substrate
 from kbm_toolkit.vocabulary import REFERENCE_RAISED
+
+if TYPE_CHECKING:  # torch comes with it: imported where the gate runs
+    from kbm_toolkit.cuda.reference import ModelCache
 
 Built = tuple[Any, list[Any], Any]
 """One gate input, built: the reference model, its inputs, and the reference's output."""
@@ -46,12 +49,12 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
              device: str = "cuda") -> GateResult:
     """Run the substrate against its reference on every gate input."""
     from kbm_toolkit.cuda.kernels import LoadedKernel
-    from kbm_toolkit.cuda.reference import strict_fp32_references
+    from kbm_toolkit.cuda.reference import ModelCache, strict_fp32_references
 
     strict_fp32_references()
     result = GateResult(problem.key, "passed", tolerance)
     kernel = LoadedKernel(substrate, image)
-    built: dict[tuple, tuple[Any, Any]] = {}
+    built = ModelCache()
     official: list[Any] = []
     for spec in gate_specs(problem, substrate):
         row = GateRow(spec.label, spec.record(), spec.id, "skipped")
@@ -68,7 +71,7 @@ def run_gate(problem: Problem, substrate: Substrate, image: Any, tolerance: floa
     return result
 
 
-def _reference(problem: Problem, spec: InputSpec, built: dict[tuple, tuple[Any, Any]], device: str,
+def _reference(problem: Problem, spec: InputSpec, built: "ModelCache", device: str,
                row: GateRow, result: GateResult, official: list[Any]) -> Built | None:
     """Build one gate input and run the reference on it; None, and why in `row`, where the reference
     is unusable. Official outputs are kept in `official`; the first is also evaluated again, and a

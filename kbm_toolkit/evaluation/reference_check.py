@@ -66,14 +66,14 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     import torch
 
     from kbm_toolkit.cuda.checksum import Watch
-    from kbm_toolkit.cuda.reference import in_fp64, run_fp64, run_reference, strict_fp32_references
+    from kbm_toolkit.cuda.reference import ModelCache, in_fp64, run_fp64, run_reference, strict_fp32_references
     from kbm_toolkit.cuda.comparison import compare
     from kbm_toolkit.problems.tensors import spec_inputs
 
     strict_fp32_references()
     device = task.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     problem = Problem.from_record(task["problem"])
-    models: dict[tuple, tuple[Any, Any]] = {}
+    models = ModelCache()
     doubles: dict[tuple, Any] = {}
     for record in task["specs"]:
         spec = InputSpec.from_record(record)
@@ -88,12 +88,14 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             row["note"] = f"{NOT_FLOATING}: exact, nothing to check"
             yield row
             continue
-        if spec.model_key not in doubles:
-            doubles[spec.model_key] = in_fp64(model)
+        key = spec.model_key(problem)
+        if key not in doubles:
+            doubles[key] = in_fp64(model)
+        module, _ = models.get(problem, spec, device)
         # drawing the inputs again leaves the generators as the fp32 forward found them: a forward
         # that draws (LSTM's initial state) draws the same values in fp64
-        spec_inputs(spec, models[spec.model_key][0], device)
-        exact = run_fp64(doubles[spec.model_key], inputs)
+        spec_inputs(spec, module, device)
+        exact = run_fp64(doubles[key], inputs)
         cmp = compare(exact, ref.double())
         tolerances = task.get("tolerances", TOLERANCES)
         row.update(fp64_margin=cmp.margin, ref_abs_max=float(ref.abs().max()) if ref.numel() else 0.0,
@@ -103,7 +105,7 @@ def refcheck_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
         del exact, inputs
         try:  # drawn again, as for fp64: a forward that draws finds its generators as the first forward did
             with torch.no_grad():
-                moved = model(*nudged(spec_inputs(spec, models[spec.model_key][0], device)))
+                moved = model(*nudged(spec_inputs(spec, module, device)))
             row["nudge_violations"] = violations(ref.double(), moved, tolerances)
             del moved
         except Exception as e:

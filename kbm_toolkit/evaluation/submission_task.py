@@ -48,6 +48,8 @@ class _SubmissionTask:
     """One task in a worker: the problem, its submissions' classes and models as they load."""
 
     def __init__(self, task: dict[str, Any]) -> None:
+        from kbm_toolkit.cuda.reference import ModelCache
+
         self.problem = Problem.from_record(task["problem"])
         self.device = task.get("device", "cuda")
         if self.device == "cuda":
@@ -62,8 +64,8 @@ class _SubmissionTask:
         self.failed: set[str] = set()
         """Submissions whose file did not load: no input is run for them."""
         self.classes: dict[str, Any] = {}
-        self.modules: dict[tuple, tuple[Any, Any]] = {}
-        """Model key -> the problem module at its shapes and the reference model."""
+        self.references_built = ModelCache()
+        """The problem module at each input's shapes, and the reference models."""
         self.models: dict[tuple[str, tuple], Any] = {}
         """(submission, model key) -> its built model, or the line saying why building it failed."""
 
@@ -98,7 +100,7 @@ class _SubmissionTask:
                     return  # the CUDA context is gone: a fresh worker resumes
                 if wrote:  # what else its writes reached no checksum says: every cached model goes too
                     self.models.clear()
-                    self.modules.clear()
+                    self.references_built.clear()
                     built = yield from self._build(spec, again=True)
             self._release()
 
@@ -114,15 +116,6 @@ class _SubmissionTask:
 
             torch.cuda.empty_cache()  # other workers on the GPU need the input's memory back
 
-    def _module(self, spec: InputSpec) -> tuple[Any, Any]:
-        """The problem module at the spec's shapes, and the reference model (built once per model key)."""
-        from kbm_toolkit.problems.tensors import spec_model
-
-        if spec.model_key not in self.modules:
-            module = self.problem.load(dict(spec.shape))
-            self.modules[spec.model_key] = (module, spec_model(spec, module, self.device))
-        return self.modules[spec.model_key]
-
     def _build(self, spec: InputSpec, again: bool = False) -> Records:
         """Build the input and its references; yield its `input` record (not when built `again`);
         return it built, or the words saying why its reference tests nothing."""
@@ -133,7 +126,7 @@ class _SubmissionTask:
         record: dict[str, Any] = {"kind": RecordKind.INPUT, "input": spec.id}
         begun = time.perf_counter()
         try:
-            module, model = self._module(spec)
+            module, model = self.references_built.get(self.problem, spec, self.device)
             inputs = spec_inputs(spec, module, self.device)
             start = time.perf_counter()
             with torch.no_grad():
@@ -185,10 +178,10 @@ class _SubmissionTask:
         from kbm_toolkit.problems.tensors import init_inputs, set_seed
         from kbm_toolkit.problems.seeds import WEIGHT_SEED
 
-        key = (s["id"], spec.model_key)
+        key = (s["id"], spec.model_key(self.problem))
         if key in self.models:
             return self.models[key], None
-        module, reference = self._module(spec)
+        module, reference = self.references_built.get(self.problem, spec, self.device)
         start = time.perf_counter()
         try:
             init = init_inputs(module)

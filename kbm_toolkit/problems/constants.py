@@ -57,6 +57,62 @@ def override_constants(tree: ast.Module, overrides: dict[str, Any]) -> ast.Modul
     return ast.fix_missing_locations(tree)
 
 
+_DYNAMIC_READS = frozenset({"globals", "vars", "locals", "eval", "exec"})
+"""Calls through which code can read a module constant that no name in it spells."""
+
+
+@lru_cache(maxsize=1024)
+def model_constants(source: str) -> frozenset[str] | None:
+    """The module constants a problem's reference model can depend on: those that any code but
+    `get_inputs` reads (the model's class, `get_init_inputs`, helpers), and those their values are
+    computed from. None when reading the names cannot tell: the file reads its globals dynamically
+    (`globals()`, `eval`), calls `get_inputs` from elsewhere, or `get_inputs` assigns a global.
+
+    The other constants (most often `batch_size`) shape only the inputs: specs that differ in
+    those alone can share one model, which in KernelBench's large GEMMs is seconds of CPU to build.
+    """
+    tree = ast.parse(source)
+    computed_from: dict[str, set[str]] = {}
+    read: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "get_inputs":
+            if any(isinstance(n, ast.Global) for n in ast.walk(node)):
+                return None  # what it assigns there, the model may read
+            continue
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        calls = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        if calls & _DYNAMIC_READS or "get_inputs" in names:
+            return None
+        targets = _plain_targets(node)
+        if targets:
+            for name in targets:
+                computed_from.setdefault(name, set()).update(names)
+        else:
+            read |= names
+    needed, frontier = set(), read
+    while frontier:  # a constant the model reads may be computed from others: those count too
+        needed |= frontier
+        frontier = {n for name in frontier for n in computed_from.get(name, ())} - needed
+    return frozenset(needed & set(constant_names(tree)))
+
+
+def _plain_targets(node: ast.stmt) -> list[str]:
+    """The names a top-level assignment binds when it binds only names; [] for any other statement."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        targets = [node.target]
+    else:
+        return []
+    names: list[str] = []
+    for target in targets:
+        elements = target.elts if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(e, ast.Name) for e in elements):
+            return []  # an attribute or item assigned: a statement whose reads count as the model's
+        names += [e.id for e in elements]
+    return names
+
+
 _STATIC_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
                ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
                ast.USub: operator.neg, ast.UAdd: operator.pos}

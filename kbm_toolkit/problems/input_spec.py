@@ -153,10 +153,17 @@ class InputSpec:
             raise KbmError(f"malformed input spec {data!r}: {type(e).__name__}: {e}") from None
 
     @property
-    def model_key(self) -> tuple:
-        """What the model depends on: the shape overrides and the parameter init (hashable: a
-        list-valued override, `input_shape = [37, 5]`, as a tuple)."""
-        return (tuple((name, _hashable(value)) for name, value in self.shape), self.reinit)
+    def overrides_key(self) -> tuple:
+        """The module-constant overrides, hashable (a list-valued one, `input_shape = [37, 5]`, as a tuple)."""
+        return tuple((name, _hashable(value)) for name, value in self.shape)
+
+    def model_key(self, problem: Problem) -> tuple:
+        """What `problem`'s reference model for this spec depends on: the overrides of the constants
+        the model can read (`Problem.model_constants`; every override where that cannot be told),
+        the parameter init, and the seed a redraw of the parameters uses."""
+        reads = problem.model_constants()
+        return (tuple((name, value) for name, value in self.overrides_key if reads is None or name in reads),
+                self.reinit, self.seed if self.reinit != "default" else None)
 
     @property
     def shape_key(self) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kbm_toolkit.errors import ProblemError
-from kbm_toolkit.problems.constants import (constant_names, is_constant_value, override_constants,
+from kbm_toolkit.problems.constants import (constant_names, is_constant_value, model_constants, override_constants,
                                             static_constants)
 
 OPTIONAL_PACKAGES = {"einops": "level3"}
@@ -58,6 +58,11 @@ class Problem:
             return dict(self.stored_constants)
         static = static_constants(self.source)
         return static if static is not None else self.load().constants
+
+    def model_constants(self) -> frozenset[str] | None:
+        """The module constants the reference model can depend on (`constants.model_constants`);
+        None when the file does not let that be told."""
+        return model_constants(self.source)
 
     def constants_text(self) -> str | None:
         """The module constants as a store keeps them (a Python literal: tuples stay tuples);

@@ -1,0 +1,88 @@
+"""Reference models shared across inputs: built once per model key, which names only the
+constants a model can read (`constants.model_constants`), and the seed of a parameter redraw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kbm_toolkit.cuda.reference import ModelCache, run_reference
+from kbm_toolkit.problems.constants import model_constants
+from kbm_toolkit.problems.input_spec import InputSpec
+
+from support import problem_from_source
+
+GEMM = """import torch
+
+class Model(torch.nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = torch.nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return self.linear(x)
+
+batch_size = 8
+in_features = 32
+out_features = 16
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+def get_init_inputs():
+    return [in_features, out_features]
+"""
+
+
+def test_the_model_reads_what_its_class_and_init_inputs_read_not_what_only_get_inputs_reads() -> None:
+    assert model_constants(GEMM) == {"in_features", "out_features"}
+    # a global read in forward (the model's own code) counts
+    reads_dim = GEMM.replace("return self.linear(x)", "return self.linear(x).reshape(-1, out_features)")
+    assert model_constants(reads_dim.replace("return [in_features, out_features]", "return [in_features, 16]")) \
+        == {"in_features", "out_features"}
+    # a constant the model reads counts the constants it is computed from
+    derived = GEMM.replace("out_features = 16", "out_features = 16\nshape = (batch_size, out_features)") \
+        .replace("return self.linear(x)", "return self.linear(x).reshape(shape)")
+    assert model_constants(derived) == {"in_features", "out_features", "shape", "batch_size"}
+    # a helper get_inputs shares with the model is the model's too
+    helper = GEMM.replace("def get_inputs():", "def rows():\n    return batch_size\n\ndef get_inputs():") \
+        .replace("return self.linear(x)", "return self.linear(x)[:rows()]")
+    assert "batch_size" in model_constants(helper)
+
+
+@pytest.mark.parametrize("change", [
+    ("return self.linear(x)", "return self.linear(x) * globals()['batch_size']"),
+    ("return self.linear(x)", "return self.linear(x) * eval('batch_size')"),
+    ("return self.linear(x)", "return self.linear(x) + get_inputs()[0].sum()"),
+    ("def get_inputs():", "def get_inputs():\n    global out_features"),
+])
+def test_a_file_that_reads_its_names_dynamically_keeps_every_constant_in_the_key(change: tuple[str, str]) -> None:
+    assert model_constants(GEMM.replace(*change)) is None
+
+
+def test_inputs_that_differ_in_the_batch_alone_share_one_model_with_the_same_references(tmp_path: Path) -> None:
+    problem = problem_from_source(tmp_path, "Gemm", GEMM)
+    official = InputSpec.make(problem.key, 42)
+    batches = [InputSpec.make(problem.key, 42, shape={"batch_size": b}) for b in (1, 3, 256)]
+    wider = InputSpec.make(problem.key, 42, shape={"in_features": 7})
+    shared = ModelCache()
+    for spec in [official, *batches, wider]:
+        _, inputs, ref, _ = run_reference(problem, spec, shared, "cpu")
+        _, alone_inputs, alone, _ = run_reference(problem, spec, ModelCache(), "cpu")
+        assert inputs[0].shape == alone_inputs[0].shape and torch.equal(ref, alone)  # bit for bit a fresh build's
+    assert shared.built == 2  # the batches took the official input's model; in_features needs its own
+
+
+def test_parameters_redrawn_under_other_seeds_are_other_models(tmp_path: Path) -> None:
+    problem = problem_from_source(tmp_path, "Gemm", GEMM)
+    one, two = (InputSpec.make(problem.key, seed, reinit="normal") for seed in (5, 6))
+    models = ModelCache()
+    first, _, _, _ = run_reference(problem, one, models, "cpu")
+    second, _, _, _ = run_reference(problem, two, models, "cpu")
+    assert models.built == 2 and not torch.equal(first.linear.weight, second.linear.weight)
+    # the same seed's redraw with another base draw is the same model
+    mixed = InputSpec.make(problem.key, 5, base="normal", params=(0.0, 1.0), reinit="normal")
+    again, _, _, _ = run_reference(problem, mixed, models, "cpu")
+    assert models.built == 2 and again is first
