@@ -86,3 +86,33 @@ def test_parameters_redrawn_under_other_seeds_are_other_models(tmp_path: Path) -
     mixed = InputSpec.make(problem.key, 5, base="normal", params=(0.0, 1.0), reinit="normal")
     again, _, _, _ = run_reference(problem, mixed, models, "cpu")
     assert models.built == 2 and again is first
+
+
+def test_a_task_that_takes_over_an_input_built_ahead_builds_no_model_for_its_next_input(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
+
+    import kbm_toolkit.cuda.reference as reference
+    from kbm_toolkit.evaluation import cell_task as ct
+
+    # the GPU's parts on the CPU: memory to spare, references built there
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (10, 10))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(reference, "run_reference", functools.partial(reference.run_reference, device="cpu"))
+    monkeypatch.setattr(reference, "strict_fp32_references", lambda: None)
+    monkeypatch.setattr(ct, "_PREPARED", {})
+    problem = problem_from_source(tmp_path, "Gemm", GEMM)
+    first, second = InputSpec.make(problem.key, 1), InputSpec.make(problem.key, 2, shape={"batch_size": 3})
+    ct.prepare({"problem": problem.record(), "spec": first.record(), "margins": []})
+    task = object.__new__(ct._CellTask)  # what `_build_once` uses of a task that has checked both before
+    task.problem, task.references, task.models, task.margin_on = problem, [], ModelCache(), {}
+    task.valid, task.recheck, task.settled = {first.id: 1e-7, second.id: 1e-7}, {}, None
+    for spec in (first, second):
+        records = task._build_once(spec)
+        while True:
+            try:
+                next(records)
+            except StopIteration as done:
+                assert done.value is not None  # built, and valid as checked before
+                break
+    assert task.models.built == 0  # the second input's model is the one the spare built ahead

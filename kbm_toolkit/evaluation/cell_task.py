@@ -519,6 +519,7 @@ class _CellTask:
         built = _PREPARED.pop(_prepared_key(self.problem.key, spec.id, self.references), None)
         _drop_prepared()  # built ahead for another input: its memory is needed now
         if built is not None and spec.id in self.valid:  # this process built it ahead, as a spare
+            self.models.keep(self.problem, spec, built.model)  # the task's other inputs may share its model
             check.update(ref_ms=0.0, ahead=True, build_ms=(time.perf_counter() - begun) * 1000)
         else:
             try:
