@@ -64,7 +64,7 @@ class _SubmissionTask:
         self.failed: set[str] = set()
         """Submissions whose file did not load: no input is run for them."""
         self.classes: dict[str, Any] = {}
-        self.references_built = ModelCache()
+        self.reference_models = ModelCache()
         """The problem module at each input's shapes, and the reference models."""
         self.models: dict[tuple[str, tuple], Any] = {}
         """(submission, model key) -> its built model, or the line saying why building it failed."""
@@ -100,7 +100,7 @@ class _SubmissionTask:
                     return  # the CUDA context is gone: a fresh worker resumes
                 if wrote:  # what else its writes reached no checksum says: every cached model goes too
                     self.models.clear()
-                    self.references_built.clear()
+                    self.reference_models.clear()
                     built = yield from self._build(spec, again=True)
             self._release()
 
@@ -126,7 +126,7 @@ class _SubmissionTask:
         record: dict[str, Any] = {"kind": RecordKind.INPUT, "input": spec.id}
         begun = time.perf_counter()
         try:
-            module, model = self.references_built.get(self.problem, spec, self.device)
+            module, model = self.reference_models.get(self.problem, spec, self.device)
             inputs = spec_inputs(spec, module, self.device)
             start = time.perf_counter()
             with torch.no_grad():
@@ -181,7 +181,7 @@ class _SubmissionTask:
         key = (s["id"], spec.model_key(self.problem))
         if key in self.models:
             return self.models[key], None
-        module, reference = self.references_built.get(self.problem, spec, self.device)
+        module, reference = self.reference_models.get(self.problem, spec, self.device)
         start = time.perf_counter()
         try:
             init = init_inputs(module)
