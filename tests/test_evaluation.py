@@ -1111,6 +1111,7 @@ def test_a_spare_keeps_one_input_built_ahead_keyed_as_a_task_looks_it_up(monkeyp
     monkeypatch.setattr(reference, "run_reference", functools.partial(reference.run_reference, device="cpu"))
     monkeypatch.setattr(reference, "strict_fp32_references", lambda: None)
     monkeypatch.setattr(ct, "_PREPARED", {})
+    monkeypatch.setattr(ct, "_AHEAD_MODELS", [])
     problem = ProblemSet.discover().get("demo/1")
     first, second = specs_for(problem)[:2]
     margins = [["strict-fp32", "output", 1.0], ["pytorch-default", "output", 1.0]]

@@ -116,3 +116,40 @@ def test_a_task_that_takes_over_an_input_built_ahead_builds_no_model_for_its_nex
                 assert done.value is not None  # built, and valid as checked before
                 break
     assert task.models.built == 0  # the second input's model is the one the spare built ahead
+
+
+def test_a_spare_builds_the_model_its_next_input_shares_once_and_holds_no_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
+
+    import kbm_toolkit.cuda.reference as reference
+    from kbm_toolkit.evaluation import cell_task as ct
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (10, 10))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda: 0)
+    monkeypatch.setattr(reference, "run_reference", functools.partial(reference.run_reference, device="cpu"))
+    monkeypatch.setattr(reference, "strict_fp32_references", lambda: None)
+    monkeypatch.setattr(ct, "_PREPARED", {})
+    monkeypatch.setattr(ct, "_AHEAD_MODELS", [])
+    gemm = problem_from_source(tmp_path, "Gemm", GEMM)
+    other = problem_from_source(tmp_path, "Other", GEMM.replace("in_features = 32", "in_features = 24"))
+
+    def ahead(problem: object, spec: InputSpec) -> None:
+        ct.prepare({"problem": problem.record(), "spec": spec.record(), "margins": []})
+
+    models = []
+    for seed, batch in ((1, 8), (2, 3), (3, 256)):  # the worker's inputs, one after another
+        ahead(gemm, InputSpec.make(gemm.key, seed, shape={"batch_size": batch}))
+        models += [built.model for built in ct._PREPARED.values()]
+    assert len(models) == 3 and models[0] is models[1] is models[2]  # built once, for the first
+    assert len(ct._PREPARED) == 1 and ct._AHEAD_MODELS[0].built == 1
+    wider = InputSpec.make(gemm.key, 4, shape={"in_features": 7})  # another model: the first one goes
+    ahead(gemm, wider)
+    assert ct._AHEAD_MODELS[0].built == 1 and ct._AHEAD_MODELS[0].holds(gemm, wider)
+    ahead(other, InputSpec.make(other.key, 1))  # the worker's next problem: likewise
+    assert len(ct._AHEAD_MODELS) == 1 and ct._AHEAD_MODELS[0].holds(other, InputSpec.make(other.key, 1))
+    assert not ct._AHEAD_MODELS[0].holds(gemm, wider)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda: 10)  # too much to hold: nothing kept
+    ahead(other, InputSpec.make(other.key, 2))
+    assert ct._PREPARED == {} and ct._AHEAD_MODELS == []

@@ -72,6 +72,10 @@ class ModelCache:
             self.built += 1
         return module, self._models[key]
 
+    def holds(self, problem: Problem, spec: InputSpec) -> bool:
+        """Whether `spec`'s model is built already."""
+        return (problem.key, spec.model_key(problem)) in self._models
+
     def keep(self, problem: Problem, spec: InputSpec, model: Any) -> None:
         """Hold `model`, built elsewhere for `spec` (a spare built its input ahead), for the specs that share its key."""
         self._models.setdefault((problem.key, spec.model_key(problem)), model)

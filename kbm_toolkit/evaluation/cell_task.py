@@ -156,6 +156,10 @@ next input no room (fuzz-shapes' inputs reach 64 GiB, and one worker ran out bui
 _PREPARED: dict[tuple, "Built"] = {}
 """The input this process built ahead as a spare (`prepare`), under its `_prepared_key`: at most one."""
 
+_AHEAD_MODELS: list["ModelCache"] = []
+"""The model this spare built ahead last, in its cache (at most one): the worker's next input often
+shares it (the official trials, a batch size varied), and a large GEMM takes seconds of CPU to build."""
+
 
 def _prepared_key(problem: str, spec: str, references: list[str]) -> tuple:
     return problem, spec, tuple(references)
@@ -179,31 +183,38 @@ def prepare(payload: dict[str, Any]) -> None:
     key = _prepared_key(problem.key, spec.id, references)
     if key in _PREPARED:  # built already: building it again would only delay a takeover
         return
-    _drop_prepared()  # the input before: its memory goes back before the next is built
+    _drop_prepared(keep=(problem, spec))  # the input before: its memory goes back before the next is built
     free, total = torch.cuda.mem_get_info()
     if free < PREPARE_FREE * total:  # the workers need it more: a mutant must not run out for a copy
+        _drop_prepared()
         return
     strict_fp32_references()  # as a task sets up: what it builds ahead is what the task would build
     try:
-        built = Built.from_spec(problem, spec, ModelCache(), references)
+        if not _AHEAD_MODELS:
+            _AHEAD_MODELS.append(ModelCache())
+        built = Built.from_spec(problem, spec, _AHEAD_MODELS[0], references)
         if unusable(built.ref):
             return
     except torch.OutOfMemoryError:  # the GPU is busy with the workers: the task builds it if it must
-        torch.cuda.empty_cache()
+        _drop_prepared()
         return
     if torch.cuda.memory_allocated() > PREPARE_HOLD * total:  # too large to hold: a takeover builds it again
         del built
-        torch.cuda.empty_cache()
+        _drop_prepared()
         return
     _PREPARED[key] = built
 
 
-def _drop_prepared() -> None:
-    """Free what this process built ahead, its memory handed back to the GPU."""
-    if _PREPARED:
+def _drop_prepared(keep: tuple[Problem, InputSpec] | None = None) -> None:
+    """Free what this process built ahead, its memory handed back to the GPU; its model too,
+    unless it is the one `keep` (the problem and spec built ahead next) shares."""
+    kept = bool(keep) and bool(_AHEAD_MODELS) and _AHEAD_MODELS[0].holds(*keep)
+    if _PREPARED or (_AHEAD_MODELS and not kept):
         import torch
 
         _PREPARED.clear()
+        if not kept:
+            _AHEAD_MODELS.clear()
         torch.cuda.empty_cache()
 
 
