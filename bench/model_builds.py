@@ -18,7 +18,6 @@ them to the GPU.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 from kbm_toolkit.problems.input_spec import InputSpec
@@ -81,20 +80,18 @@ def main() -> None:
           + ", ".join(f"{n:,} by {name}" for name, n in counts.items())
           + f" ({counts['every override'] / counts['model key']:.2f}x fewer)")
 
-    totals = {name: [] for name in KEYS}
+    totals: dict[str, list[float]] = {name: [] for name in KEYS}
     for key_text in args.problems.split(","):
         problem = problems.get(key_text)
         specs = protocol.specs(problem)
         for _ in range(args.repeat):
             for name, key in KEYS.items():
                 n, s = build_all(problem, specs, key)
-                totals[name].append((problem.key, s))
+                totals[name].append(s)
                 print(f"{problem.key}: {len(specs)} inputs, {n} model{'s' if n != 1 else ''} by {name}, {s:.1f} s")
-    summed = {name: sum(s for _, s in rows) / args.repeat for name, rows in totals.items()}
-    spread = {name: statistics.pstdev([s for _, s in rows]) for name, rows in totals.items()}
+    summed = {name: sum(seconds) / args.repeat for name, seconds in totals.items()}
     print(f"building, summed over {args.problems}: every override {summed['every override']:.1f} s, "
-          f"model key {summed['model key']:.1f} s (sd per problem {spread['model key']:.1f} s); "
-          f"ratio {summed['every override'] / summed['model key']:.2f}x")
+          f"model key {summed['model key']:.1f} s; ratio {summed['every override'] / summed['model key']:.2f}x")
 
 
 if __name__ == "__main__":
