@@ -43,6 +43,8 @@
 #                                           .kbm/l3-unplaced.db.xz, against the placed ones' survival)
 #                                           kb-stress (issue 29: kernelbench-stress's stressed trials on the
 #                                           official check's survivors of DEEP_SAMPLE, resumable like kb-deep)
+#                                           kb-kbv (issue 29: KernelBench-Verified's published hidden tests on the
+#                                           KBV_SAMPLE shares in turn, --first-kill, resumable like kb-deep)
 #                                           list-shapes (the inputs a list-valued size broke: gate, probe and
 #                                           targeted inputs again on the kb and level-3 stores)
 #                                           redzones (issue 29: the equivalence candidates of the store's share
@@ -364,6 +366,19 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                 run --inputs kernelbench-stress --survivors-of kernelbench --first-kill --sample "${DEEP_SAMPLE:-0.1}" \
                 --workers "${WORKERS:-2}" > "$OUT/logs/kb-stress.txt" 2>&1
             echo "kernelbench-stress on kernelbench's survivors: exit $?; $(ending "$OUT/logs/kb-stress.txt")" ;;
+        kb-kbv)  # issue 29: KernelBench-Verified's published hidden tests (the carried checkout) on each KBV_SAMPLE
+                 # share in turn (default 0.2; "0.2 0.3" widens), --first-kill: kbv's own audit with the checkout
+                 # is then exact on that share, and its hidden inputs join the witness search there
+            kb_store
+            for share in ${KBV_SAMPLE:-0.2}; do
+                [ "$(left)" -gt 90 ] || break
+                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+                    --kbv third_party/kernel_bench_verified run --inputs kbv --first-kill --sample "$share" \
+                    --workers "${WORKERS:-2}" > "$OUT/logs/kb-kbv-$share.txt" 2>&1
+                rc=$?
+                echo "kbv's hidden tests on --sample $share: exit $rc; $(ending "$OUT/logs/kb-kbv-$share.txt")"
+                [ $rc -eq 0 ] || break
+            done ;;
         list-shapes)  # the inputs a list-valued size once broke in every reference (docs/kernelbench-pool.md, "A fault
                       # of kbm's own"), on the kb store and the level-3 store: each problem gated again, the probe
                       # run on all its mutants, its targeted inputs checked again and run on kernelbench's survivors
