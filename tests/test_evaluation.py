@@ -153,6 +153,23 @@ def test_the_real_task_hands_a_cuda_error_outside_a_launch_to_a_fresh_worker(mon
         list(cell_task_module.cell_task({}))
 
 
+def test_the_probe_input_is_built_ahead_by_more_spares_than_the_others(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.evaluation.driver import PROBE_STANDBYS
+    from kbm_toolkit.evaluation.workers import Worker
+
+    briefed: list[tuple[str, int | None]] = []  # (the input, how many spares it goes to)
+    monkeypatch.setattr(Worker, "prepare", lambda self, payload, standbys=None:
+                        briefed.append((InputSpec.from_record(payload["spec"]).id, standbys)))
+    store, _ = seeded_store(tmp_path / "s.db")
+    evaluate(store, monkeypatch, {})
+    probes = {r[0] for r in store.db.execute("select id from inputs where label = 'probe'")}
+    probe = [n for spec, n in briefed if spec in probes]
+    others = [n for spec, n in briefed if spec not in probes]
+    assert PROBE_STANDBYS > 1 and probe and set(probe) == {PROBE_STANDBYS}
+    assert others and set(others) == {None}  # the worker's own number
+
+
 def test_a_tasks_wait_for_its_child_is_split_at_the_end_of_the_work_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
     import kbm_toolkit.evaluation.cell_task as cell_task_module
 

@@ -379,6 +379,26 @@ def test_the_spare_that_takes_over_has_prepared_what_it_was_handed() -> None:
         assert worker.run({"do": "echo"}, timeout=60).value["ahead"] == ["input 2"]
 
 
+def test_a_payload_may_go_to_more_spares_than_the_worker_briefs() -> None:
+    with Worker("test_workers:told", spares=3, prepare="test_workers:ahead") as worker:
+        worker.run({"do": "echo"}, timeout=60)
+        deadline = time.monotonic() + 60
+        while not all(conn.poll(0.1) for _, conn in worker._spares) and time.monotonic() < deadline:
+            pass  # all three warm: each takes in what it is handed as it comes
+        spares = [p.pid for p, _ in worker._spares]
+        worker.prepare("probe", standbys=2)
+        assert sorted(worker._briefed) == sorted(spares[:2])  # two, the third left for a sibling
+        time.sleep(0.5)
+        worker.prepare("input 1")  # the worker's own one again
+        assert [pid for pid, payload in worker._briefed.items() if payload == "input 1"] == spares[:1]
+        time.sleep(0.5)
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        assert worker.run({"do": "echo"}, timeout=60).value == {"pid": spares[0], "ahead": ["probe", "input 1"]}
+        assert worker.run({"do": "crash"}, timeout=60).status == "crash"
+        # the second had built the probe, and is first in line now: handed the standing payload too
+        assert worker.run({"do": "echo"}, timeout=60).value["pid"] == spares[1]
+
+
 def test_a_payload_equal_to_the_standing_one_is_not_handed_again() -> None:
     # a restart's `rebuilt` record asks again for the input the spare first in line has built
     with Worker("test_workers:told", spares=2, prepare="test_workers:ahead") as worker:

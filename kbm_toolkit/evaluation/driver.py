@@ -20,6 +20,12 @@ from kbm_toolkit.vocabulary import STOPPING_OUTCOMES, MutantStatus, RecordKind
 PHASE_TIMEOUT_S = 900.0
 """Building an input, the reference and the correct kernel: generous, only a broken box hits it."""
 
+PROBE_STANDBYS = 2
+"""Spares, first in line, that build the probe input ahead (the full input set's get the worker's
+one). A problem's crashers crash on its probe, one after another, sooner than a spare briefed after
+the crash before builds it, and the probe's input is small, so a second standby costs little. Not
+more: a worker's spares beyond its standbys are the ones a sibling may borrow."""
+
 Emit = Callable[[dict[str, Any]], None]
 """Where a driver sends each record for the parent to commit."""
 
@@ -58,7 +64,8 @@ class ProblemRun:
                 probed.append(rec)
                 emit(rec)
 
-            verdict = _Driver(worker, plan, [plan.probe], mutants, done, checked, probe_emit, deadline).verdict()
+            verdict = _Driver(worker, plan, [plan.probe], mutants, done, checked, probe_emit, deadline,
+                              standbys=PROBE_STANDBYS).verdict()
             if verdict != "done":
                 return verdict
             crashers = {r["mutant"] for r in probed
@@ -104,9 +111,12 @@ class _Driver:
     def __init__(self, worker: Worker, plan: ProblemPlan, specs: list[InputSpec], mutants: list[dict[str, Any]],
                  done: set[tuple[str, str]], checked: dict[str, dict[str, Any] | None], emit: Emit,
                  deadline: Callable[[float | None], float], rerun_crashers: bool = False,
-                 settled: Settled | None = None, recheck: dict[str, dict[str, Any]] | None = None) -> None:
+                 settled: Settled | None = None, recheck: dict[str, dict[str, Any]] | None = None,
+                 standbys: int | None = None) -> None:
         recheck = recheck or {}
         self.worker, self.plan, self.specs, self.mutants = worker, plan, specs, mutants
+        self.standbys = standbys
+        """How many spares build each input ahead (`Worker.prepare`); None: the worker's number."""
         self.done, self.checked, self.emit, self.deadline = done, checked, emit, deadline
         self.rerun_crashers, self.settled = rerun_crashers, settled
         self.recheck = {i: r for i, r in recheck.items() if i in {s.id for s in specs}}
@@ -211,7 +221,7 @@ class _Driver:
         if spec is None:
             return
         self.worker.prepare({"problem": self.plan.problem.record(), "spec": spec.record(),
-                             "margins": [list(m) for m in self.plan.margins]})
+                             "margins": [list(m) for m in self.plan.margins]}, standbys=self.standbys)
 
     def _margins(self, rec: dict[str, Any]) -> None:
         self.recheck.pop(rec["input"], None)

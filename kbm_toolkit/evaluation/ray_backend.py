@@ -254,7 +254,7 @@ class RayWorker:
     def prestart(self) -> None:
         """As `Worker.prestart`, a no-op here: the actor starts its own children when it is placed."""
 
-    def prepare(self, payload: Any) -> None:
+    def prepare(self, payload: Any, standbys: int | None = None) -> None:
         """As `Worker.prepare`, a no-op here: an actor's spares build nothing ahead."""
 
     def run(self, task: Any, timeout: float | None = None) -> Reply:

@@ -177,6 +177,8 @@ class Worker:
         """How many spares, first in line, are handed each payload."""
         self._payload: Any = None
         """What the spares first in line should prepare (`prepare`), None for nothing."""
+        self._payload_standbys = standbys
+        """How many spares, first in line, are handed `_payload`: `standbys` unless `prepare` said."""
         self._briefed: dict[int, Any] = {}
         """Spare pid -> the payload it was handed last."""
         self._ctx = context(preload)
@@ -293,22 +295,24 @@ class Worker:
                 self._spares.append(spare)
         self._brief()
 
-    def prepare(self, payload: Any) -> None:
-        """Have the spares first in line run `prepare(payload)` ahead (e.g. build the input the
-        active child is on), so that taking over after a crash starts with it done; a no-op without
-        a `prepare` function. The latest payload stands until the next; a spare skips a payload
-        when a newer one (or a task) is already waiting for it."""
+    def prepare(self, payload: Any, standbys: int | None = None) -> None:
+        """Have the spares first in line (`standbys` of them, the worker's own number by default)
+        run `prepare(payload)` ahead (e.g. build the input the active child is on), so that taking
+        over after a crash starts with it done; a no-op without a `prepare` function. The latest
+        payload stands until the next; a spare skips a payload when a newer one (or a task) is
+        already waiting for it."""
         if self.prepare_target is None or payload == self._payload:
             return  # the same work again (a restart's `rebuilt` record): the briefed spare has it or is on it
         self._payload = payload
+        self._payload_standbys = self.standbys if standbys is None else standbys
         self._brief()
 
     def _brief(self) -> None:
-        """Hand `_payload` to the `standbys` spares first in line, those that lack it."""
+        """Hand `_payload` to the `_payload_standbys` spares first in line, those that lack it."""
         if self._payload is None:
             return
         with self._lock:  # a sibling borrows no standby: it holds this worker's input
-            for proc, conn in self._spares[:self.standbys]:
+            for proc, conn in self._spares[:self._payload_standbys]:
                 if self._briefed.get(proc.pid) is self._payload:
                     continue
                 try:
