@@ -277,9 +277,10 @@ PY
             timeout "$(left)" python3 bench/compare_floor.py --repeats 7 > "$OUT/logs/compare-floor.txt" 2>&1
             echo "compare floor: exit $?; $(tail -n 1 "$OUT/logs/compare-floor.txt")" ;;
         plan-bench)  # issue 27 item 3: how soon the compile pool hands the workers their first plans, on the
-                     # host's cores (the CPU measurement had 2), from an empty cache; about a minute
+                     # host's cores (the CPU measurement had 2), from an empty cache; the variants alternate
+                     # PLAN_REPEAT times (default 2: the whole variant, alone and first, once paid 10x a compile)
             timeout "$(left)" python3 bench/plan_latency.py --kernelbench third_party/KernelBench --problems 12 \
-                --consumers 3 --workers 12 > "$OUT/logs/plan-bench.txt" 2>&1
+                --consumers 3 --workers 12 --repeat "${PLAN_REPEAT:-2}" > "$OUT/logs/plan-bench.txt" 2>&1
             echo "plan bench: exit $?; $(tail -n 1 "$OUT/logs/plan-bench.txt")" ;;
         shards)  # issue 27: the demo pool under kernelbench's inputs as one run, and as two shards merged
             python3 -c "import sqlite3, sys; sys.path.insert(0, 'bench'); from eval_throughput import prepare_input
