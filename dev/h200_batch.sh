@@ -45,6 +45,8 @@
 #                                           official check's survivors of DEEP_SAMPLE, resumable like kb-deep)
 #                                           kb-kbv (issue 29: KernelBench-Verified's published hidden tests on the
 #                                           KBV_SAMPLE shares in turn, --first-kill, resumable like kb-deep)
+#                                           kb-close (issue 29: each --first-kill run of the pool again, so every
+#                                           audit's witnesses are exact at every installed tolerance; resumable)
 #                                           list-shapes (the inputs a list-valued size broke: gate, probe and
 #                                           targeted inputs again on the kb and level-3 stores)
 #                                           redzones (issue 29: the equivalence candidates of the store's share
@@ -384,6 +386,22 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                     --workers "${WORKERS:-2}" > "$OUT/logs/kb-kbv-$share.txt" 2>&1
                 rc=$?
                 echo "kbv's hidden tests on --sample $share: exit $rc; $(ending "$OUT/logs/kb-kbv-$share.txt")"
+                [ $rc -eq 0 ] || break
+            done ;;
+        kb-close)  # issue 29: every --first-kill run of the pool again, under the rule that settles a mutant only
+                   # where it holds at every installed protocol's tolerance (evaluation/first_kill.py): the cells the
+                   # older rule skipped (a kbv kill at 1e-3 that the official audit's 1e-2 cannot count, a 1e-2 kill
+                   # on an input head's 1e-4 cannot use); resumable, each run stored as it goes
+            kb_store
+            KBM=(python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench)
+            for part in "--kbv third_party/kernel_bench_verified run --inputs kbv" "run --inputs fuzz-shapes" \
+                        "run --inputs kb-targets --survivors-of kernelbench" "run --inputs kernelbench,kbv,fuzz"; do
+                [ "$(left)" -gt 90 ] || break
+                log="$OUT/logs/kb-close-$(echo "$part" | tr -cs 'a-z0-9' '-').txt"
+                # shellcheck disable=SC2086  # each part is its own words
+                stop_at "$(( $(left) - 25 ))" "${KBM[@]}" $part --first-kill --workers "${WORKERS:-2}" > "$log" 2>&1
+                rc=$?
+                echo "${part##*--inputs }: exit $rc; $(ending "$log")"
                 [ $rc -eq 0 ] || break
             done ;;
         list-shapes)  # the inputs a list-valued size once broke in every reference (docs/kernelbench-pool.md, "A fault

@@ -8,7 +8,8 @@ context broke before its first cell (`poisoned`, no cell), under the key `invali
 correct kernel misses by 0.5), and under `unbuilt` a list of input ids: each cannot be built
 for lack of GPU memory (an `unbuilt` record, and the task goes on), and under `crowded` a list of
 input ids and a folder (`{"inputs": [...], "dir": ...}`): each fails so once, the first time it is
-built, as one too large to build beside another worker's input would; every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
+built, as one too large to build beside another worker's input would; under `margins`, mutant id →
+input id → its margin there; every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
 halfway. Every margin the task asks for beyond the columns is the strict margin again, as if the
 other references agreed bit for bit; an input in `recheck` gets a `margins` record.
 """
@@ -30,7 +31,7 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
     delay = float(os.environ.get("KBM_FAKE_DELAY", "0"))
     done = {tuple(p) for p in task.get("done", ())}
     checked = set(task.get("checked", ()))
-    settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
+    settled = Settled(FirstKill.from_record(task["first_kill"]), dict(task.get("valid", {}))) if task.get("first_kill") else None
     keys = [margin_key(*m) for m in task.get("margins", ())]
     recheck = task.get("recheck", {})
     broken = behaviour.get("broken")
@@ -63,8 +64,9 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield {"kind": "input", "input": spec.id, "valid": True, "outcome": "pass", "margin": 0.5 if off else 1e-7,
                    "max_abs": 1e-7, "ref_ms": 1.0, "kernel_ms": 1.0, "build_ms": 1.0,
                    "margins": dict.fromkeys(keys, 0.5 if off else 1e-7)}
-        if settled is not None:
-            settled.check(spec.id, 0.5 if off else 1e-7)
+        if settled is not None:  # as the real task: the check says at which tolerances cells count
+            settled.check(spec.id, task["valid"][spec.id] if spec.id in task.get("valid", {}) else 0.5 if off else 1e-7)
+            pending = [m for m in pending if settled.needed(m["id"], spec.id)]
         for m in pending:
             yield {"kind": "start", "mutant": m["id"], "input": spec.id}
             what = behaviour.get(m["id"])
@@ -81,9 +83,10 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield {"kind": "poisoned", "mutant": m["id"], "input": spec.id}
                 return
             time.sleep(delay)
-            killed = spec.id < m["id"]
+            # a mutant's margin on an input: "margins" sets it; else it kills where the ids say so
+            margin = behaviour.get("margins", {}).get(m["id"], {}).get(spec.id, 0.5 if spec.id < m["id"] else 1e-6)
             if settled is not None:
-                settled.cell(m["id"], spec.id, "pass", 0.5 if killed else 1e-6)
+                settled.cell(m["id"], spec.id, "pass", margin)
             yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
-                   "margin": 0.5 if killed else 1e-6, "max_abs": 0.5 if killed else 1e-6, "ms": 1.0,
-                   "load_ms": 0.5, "compare_ms": 0.25, "check_ms": 0.125, "compared_bytes": 64, "compare_gpu_ms": 0.2, "margins": dict.fromkeys(keys, 0.5 if killed else 1e-6)}
+                   "margin": margin, "max_abs": margin, "ms": 1.0,
+                   "load_ms": 0.5, "compare_ms": 0.25, "check_ms": 0.125, "compared_bytes": 64, "compare_gpu_ms": 0.2, "margins": dict.fromkeys(keys, margin)}

@@ -84,6 +84,24 @@ def test_first_kill_needs_protocols_for_inputs(runner: CliRunner, tmp_path: Path
     assert "'official' is not one" in result.output
 
 
+def test_run_dry_run_plans_on_the_shipped_pool_without_a_gpu(runner: CliRunner, tmp_path: Path) -> None:
+    from kbm_toolkit.store import Store, shipped_store_path
+
+    spec = tmp_path / "fresh.toml"  # two trials no stored run has drawn: every cell waits on its check
+    spec.write_text('[protocol]\nname = "fresh"\ntolerance = 0.01\n[[inputs]]\ntrials = 2\nseed_offset = 40\n')
+    path = shipped_store_path("demo")
+    mutants = Store(path, readonly=True).db.execute(
+        "select count(*) from mutants where problem like 'demo/3_%' and status = 'distinct'").fetchone()[0]
+    before = path.stat().st_mtime_ns
+    result = runner.invoke(cli, ["--store", "@demo", "run", "demo/3", "--inputs", str(spec), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert (f"Dry run: 0 cells on checked inputs, {mutants:,} mutants to compile, on 1 problem; 2 inputs to "
+            f"check first, with at most {2 * mutants:,} cells more where they pass.") in " ".join(result.output.split())
+    assert path.stat().st_mtime_ns == before
+    result = runner.invoke(cli, ["--store", "@demo", "run", "demo/3", "--inputs", "kernelbench", "--dry-run"])
+    assert result.exit_code == 0 and "Dry run: 0 cells on checked inputs, 0 mutants" in result.output
+
+
 def test_audit_sample_scores_a_narrower_share_of_the_same_store(runner: CliRunner) -> None:
     import json
 

@@ -936,6 +936,84 @@ def test_first_kill_runs_fewer_cells_and_every_audit_of_its_protocols_is_unchang
     assert set(load_matrices(first, full_rows=True)[0].mutants) == set(ids)
 
 
+def test_first_kill_stops_only_where_every_witness_tolerance_is_settled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols.protocol import Protocol
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
+
+    # b is judged at 1e-3, as kbv is; an audit at 1e-2 (the official check's) counts b's kills as witnesses
+    b = Protocol("b", "", 1e-3, ({"trials": 2},))
+    problem = ProblemSet.discover().get("demo/3")
+    first, second = (s.id for s in b.specs(problem))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    found = {}
+    for witnesses in ((), (1e-2,)):
+        store, ids = seeded_store(tmp_path / f"w{len(witnesses)}.db")
+        faint = ids[0]
+        # b's first input kills it at 1e-3 only; its second at every tolerance
+        monkeypatch.setenv("KBM_FAKE", json.dumps({"margins": {faint: {first: 5e-3, second: 0.5}}}))
+        run_evaluation(store, [problem], b.specs, "b", "sm_90", {"gpu": "fake"},
+                       fake(first_kill=[b], witness_tolerances=witnesses))
+        found[witnesses] = run_protocol(b, load_matrices(store), 1e-2)
+        assert faint in run_protocol(b, load_matrices(store)).detected[problem.key]
+        assert (faint, second) in cells(store) if witnesses else (faint, second) not in cells(store)
+    # the stop at b's own tolerance left the 1e-2 witness unknown; judged at 1e-2 too, it is found
+    assert faint in found[(1e-2,)].detected[problem.key] and not found[(1e-2,)].missing_cells
+    assert faint not in found[()].detected[problem.key] and found[()].undecided_mutants[problem.key] == {faint}
+
+
+def test_first_kill_runs_no_cell_on_an_input_valid_at_none_of_its_tolerances(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols.protocol import Protocol
+    from kbm_toolkit.analysis.matrix import load_matrices
+    from kbm_toolkit.analysis.score import run_protocol
+
+    # the correct kernel misses the scaled input by 0.5: no audit at 1e-2 or tighter can use its cells
+    a = Protocol("a", "", 1e-2, ({"trials": 1}, {"trials": 1, "transforms": [{"op": "scale", "by": 3.0}]}))
+    problem = ProblemSet.discover().get("demo/3")
+    scaled = a.specs(problem)[1].id
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", json.dumps({"invalid": ["scale"]}))
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+    summary = run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, fake(first_kill=[a]))
+    assert summary.problems == {problem.key: "done"}
+    on = {i for _, i in cells(store)}
+    assert a.specs(problem)[0].id in on and scaled not in on
+    result = run_protocol(a, load_matrices(store))
+    assert not result.missing_cells and [r["input"] for r in result.false_rejections] == [scaled]
+    again = run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, fake(first_kill=[a]))
+    assert again.cells == 0  # resumed from its stored check: still nothing to run there
+    run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, fake())
+    assert scaled in {i for _, i in cells(store)}  # a run without first kills fills full rows, there too
+
+
+def test_a_dry_run_counts_the_cells_a_run_then_writes_and_stores_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols.protocol import Protocol
+
+    a = Protocol("a", "", 1e-2, ({"trials": 3},))
+    problem = ProblemSet.discover().get("demo/3")
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.setenv("KBM_FAKE", "{}")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+
+    def plan() -> dict[str, int]:
+        before = (store.db["runs"].count, store.db["inputs"].count, store.samples())
+        planned = run_evaluation(store.scratch_copy(), [problem], a.specs, "a", "sm_90", {"gpu": "fake"},
+                                 fake(dry_run=True)).planned
+        assert (store.db["runs"].count, store.db["inputs"].count, store.samples()) == before
+        return planned
+
+    fresh = plan()  # nothing checked yet: every cell waits on its input's check (the probe's among them)
+    assert fresh == {"problems": 1, "mutants": len(ids), "cells": 0, "unchecked": 4, "cells_unchecked": len(ids) * 4}
+    run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, fake(sample=0.5))
+    half = plan()
+    assert half["unchecked"] == 0 and 0 < half["mutants"] < len(ids)
+    rest = run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, fake())
+    assert rest.cells == half["cells"] and plan()["cells"] == 0
+
+
 def test_first_kill_runs_past_the_full_rows_keep_their_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kbm_toolkit.protocols.protocol import Protocol
 

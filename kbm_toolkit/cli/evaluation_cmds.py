@@ -67,9 +67,10 @@ def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None
               help="With --survivors-of: only the survivors some built-in protocol detects (the knowledge "
                    "ladder's fixed denominator), not those no stored input has witnessed yet.")
 @click.option("--first-kill", is_flag=True,
-              help="Stop giving a mutant a protocol's inputs once that protocol detects it: every audit of "
-                   "the --inputs protocols is unchanged at about a third of the cells, but these mutants get "
-                   "no full rows, which suites need (they use the share evaluated without this).")
+              help="Stop giving a mutant a protocol's inputs once that protocol detects it at every installed "
+                   "protocol's tolerance: every audit, and every witness these cells give another protocol's, is "
+                   "unchanged at about a third of the cells, but these mutants get no full rows, which suites "
+                   "need (they use the share evaluated without this).")
 @click.option("--checks-only", is_flag=True,
               help="Run no mutant: only check each input against the correct kernel, adding the margins "
                    "stored checks lack (e.g. against a protocol's TF32 reference: one launch per input at most).")
@@ -77,11 +78,15 @@ def _ray(_: click.Context, __: click.Parameter, value: str | None) -> str | None
               help="Measure again, in place, the cells an evaluator before 2026-12-02 ran on an input after a "
                    "mutant had written over it and it was restored from copies the writer could reach (each "
                    "on its own stored input; --inputs is not used).")
+@click.option("--dry-run", is_flag=True,
+              help="Run nothing: count the cells the store lacks for this run (and the inputs it would check "
+                   "first), the mutants it would compile and the problems they are on. No GPU needed; the "
+                   "store is not written.")
 @click.pass_obj
 def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | None, sample: float | None,
             gpus: int, workers: int, arch: str | None, no_probe: bool, rerun_crashers: bool,
             survivors_of: str | None, witnessed: bool, first_kill: bool, checks_only: bool,
-            redo_overwritten: bool, shard: Shard | None, ray: str | None, spares: int | None) -> None:
+            redo_overwritten: bool, dry_run: bool, shard: Shard | None, ray: str | None, spares: int | None) -> None:
     """Evaluate every distinct mutant under a set of input specs: fill the kill matrix.
 
     Resumable: cells already in the store are skipped, so the same command continues a run that
@@ -94,10 +99,18 @@ def run_cmd(obj: Context, problems: tuple[str, ...], source: str, level: str | N
     from kbm_toolkit.report.pipeline import progress_bar
     from kbm_toolkit.report.runs import replaced_lines
 
-    store = obj.store()
+    store = obj.sometimes_writing_store(writes=not dry_run)  # a dry run plans on the shipped pool too
     request = RunRequest(source, problems, level, sample, gpus, workers, arch, not no_probe, rerun_crashers,
                          survivors_of, witnessed, first_kill, checks_only, redo_overwritten, shard=shard, ray=ray,
-                         spares=spares)
+                         spares=spares, dry_run=dry_run)
+    if dry_run:
+        plan = fill_matrix(store, obj.problems(), request).planned
+        n = plan.get("problems", 0)
+        click.echo(f"Dry run: {plan.get('cells', 0):,} cells on checked inputs, {plan.get('mutants', 0):,} mutants "
+                   f"to compile, on {n:,} problem{'' if n == 1 else 's'}; {plan.get('unchecked', 0):,} inputs to "
+                   f"check first, with at most {plan.get('cells_unchecked', 0):,} cells more where they pass. "
+                   "Nothing was run or stored.")
+        return
     before = store.latest_run()
     try:
         with progress_bar() as progress:

@@ -439,9 +439,10 @@ class _CellTask:
         self.done = {tuple(p) for p in task.get("done", ())}
         self.stopped: set[str] = set()  # crashed on an earlier input of this task (see driver._Driver)
         # with --first-kill: which protocols this task's own cells show detecting each mutant
-        self.settled = Settled(FirstKill.from_record(task["first_kill"])) if task.get("first_kill") else None
         self.checked = set(task.get("checked", ()))
         self.valid = task.get("valid", {})  # input -> the correct kernel's stored margin on it, where it passed
+        self.settled = (Settled(FirstKill.from_record(task["first_kill"]), dict(self.valid))
+                        if task.get("first_kill") else None)
         self.rerun_crashers = task.get("rerun_crashers")
         self.margins: list[Margin] = [(str(r), str(sc), float(x)) for r, sc, x in task.get("margins", ())]
         self.references = other_environments(self.margins)
@@ -475,6 +476,8 @@ class _CellTask:
                 return
             if built is None:
                 continue  # an input that rejects the reference or the correct kernel kills nothing
+            if self.settled is not None:  # its check says at which tolerances its cells can count
+                pending = [m for m in pending if self.settled.needed(m["id"], spec.id)]
             for m in pending:
                 after = yield from self._cell(m, spec, built)
                 if after is After.STOP:

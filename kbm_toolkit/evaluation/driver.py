@@ -197,8 +197,10 @@ class _Driver:
             self.done.update((m["id"], rec["input"]) for m in self.mutants)
         else:
             self._prepare(rec["input"])
-            if self.settled is not None:
+            if self.settled is not None:  # its margin says at which tolerances its cells can count
                 self.settled.check(rec["input"], rec["margin"])
+                self.done.update((m["id"], rec["input"]) for m in self.mutants
+                                 if not self.settled.needed(m["id"], rec["input"]))
         self.emit(rec)
         self.progressed = True
 

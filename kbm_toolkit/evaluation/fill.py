@@ -57,6 +57,8 @@ class RunRequest:
     """Run the workers on the Ray cluster at this address (`--ray auto|ADDRESS`), not here."""
     spares: int | None = None
     """Warm children per worker (`--spares`; None: the run's default)."""
+    dry_run: bool = False
+    """Count the work left (`RunSummary.planned`) on a scratch copy of the store; no GPU needed."""
 
 
 def source_protocols(source: str, stored: Callable[[str], str | None] | None = None,
@@ -95,6 +97,12 @@ def first_kill_protocols(parts: dict[str, Protocol | None]) -> list[Protocol]:
     return [p for p in parts.values() if p is not None]
 
 
+def witness_tolerances() -> tuple[float, ...]:
+    """The tolerances every installed protocol's audit judges witnesses at: where a `--first-kill`
+    stop must hold for those audits to stay exact."""
+    return tuple(sorted({p.tolerance for p in all_protocols()}, reverse=True))
+
+
 def run_margins(parts: dict[str, Protocol | None]) -> list[Margin]:
     """The margins a run computes beyond the columns: what every installed protocol, and every
     protocol `--inputs` names (`parts`: `source_protocols`), needs to be judged exactly."""
@@ -109,7 +117,11 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
 
     With no problem named, every problem (of the level) with mutants in the store; NoDevice before
     anything starts when no GPU is visible."""
-    if request.ray is not None:
+    if request.dry_run:
+        if request.redo_overwritten or request.ray is not None:
+            raise OptionError("--dry-run plans a run of --inputs here; --redo-overwritten and --ray are not planned")
+        store = store.scratch_copy()  # planning records inputs and shares: none of it reaches the store
+    elif request.ray is not None:
         ray_backend.require()  # one line, before any work, when Ray is not installed
     elif GPU_DRIVER.exists():
         # the GPU workers' fork server imports torch (about 4 s on the H200 host) while this process
@@ -136,15 +148,16 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if request.survivors_of:
         only = survivors(store, load_protocol(request.survivors_of, stored=store.protocol_toml),
                          all_protocols() if request.witnessed else None)
-    env, where = _placement(request)
+    env, where = _placement(request) if not request.dry_run else ({"gpu": "none: a dry run"}, {"gpus": request.gpus or 1})
     if request.checks_only and (request.first_kill or request.survivors_of):
         raise OptionError("--checks-only runs no mutant: --first-kill and --survivors-of choose mutants")
     keep_protocols(store, parts)
     options = RunOptions(**where, workers_per_gpu=request.workers, probe=request.probe,
                          sample=request.sample, rerun_crashers=request.rerun_crashers, only=only,
-                         first_kill=protocols, on_progress=on_progress, on_problem=on_problem,
-                         checks_only=request.checks_only, margins=run_margins(parts))
-    return run_evaluation(store, selected, specs_for, request.source, request.arch or env["arch"], env, options)
+                         first_kill=protocols, witness_tolerances=witness_tolerances(),
+                         on_progress=on_progress, on_problem=on_problem,
+                         checks_only=request.checks_only, margins=run_margins(parts), dry_run=request.dry_run)
+    return run_evaluation(store, selected, specs_for, request.source, request.arch or env.get("arch", ""), env, options)
 
 
 def _gpu_here() -> dict[str, Any]:

@@ -2,13 +2,15 @@
 
 A detection cannot be undone by more cells, so every audit of the run's protocols comes out the
 same with fewer of them (on the KernelBench sample, 37% of the full matrix). What is lost is the
-full row: suites (set cover) and scores at tolerances outside the run's need every cell, and
+full row: suites (set cover) and scores at tolerances outside the rule's need every cell, and
 read only the share of mutants evaluated without this (`Store.widen_sample`).
 
-The rule is run-wide, not per protocol, so that re-scoring one protocol's inputs at another's
-tolerance (the gain decomposition of `kbm audit --vs`) stays exact: a cell settles its input's
-protocols when it kills at the loosest tolerance of the run's protocols and the correct kernel
-passes that input at the strictest.
+A detection is judged at every tolerance an audit may read the run's cells at: its protocols'
+(re-scoring one protocol's inputs at another's, the gain decomposition of `kbm audit --vs`) and
+the witnesses' (`kbm run` adds every installed protocol's: an audit at 1e-2 counts a mutant as
+witnessed only by a kill at 1e-2, which a protocol judged at 1e-3 may not have made yet). A
+mutant still gets an input while, at some tolerance the correct kernel passes that input at, a
+protocol the input belongs to does not detect it yet.
 """
 
 from __future__ import annotations
@@ -19,47 +21,50 @@ from typing import Any, Iterable
 
 @dataclass(frozen=True)
 class FirstKill:
-    """One problem's stopping rule: which protocols each input belongs to, and the two thresholds."""
+    """One problem's stopping rule: which protocols each input belongs to, and the tolerances judged."""
 
     groups: dict[str, frozenset[str]]
     """Input id -> the protocols whose inputs include it."""
-    kill: float
-    """A cell kills under every protocol of the run when its margin exceeds this (the loosest tolerance)."""
-    valid: float
-    """An input is valid under every protocol of the run when the correct kernel's margin is at most this."""
+    tolerances: tuple[float, ...]
+    """Every tolerance a detection is judged at, loosest first."""
 
     @classmethod
-    def of(cls, protocols: Iterable[Any], problem: Any) -> "FirstKill":
-        """The rule for `problem` under `protocols` (each with `name`, `tolerance` and `specs`)."""
+    def of(cls, protocols: Iterable[Any], problem: Any, witnesses: Iterable[float] = ()) -> "FirstKill":
+        """The rule for `problem` under `protocols` (each with `name`, `tolerance` and `specs`), also
+        exact for audits that count the cells as witnesses at the tolerances `witnesses`."""
         protocols = list(protocols)
         groups: dict[str, set[str]] = {}
         for p in protocols:
             for spec in p.specs(problem):
                 groups.setdefault(spec.id, set()).add(p.name)
-        return cls({i: frozenset(g) for i, g in groups.items()},
-                   max(p.tolerance for p in protocols), min(p.tolerance for p in protocols))
+        tolerances = {p.tolerance for p in protocols} | set(witnesses)
+        return cls({i: frozenset(g) for i, g in groups.items()}, tuple(sorted(tolerances, reverse=True)))
 
     def record(self) -> dict[str, Any]:
         """A plain record for a worker task."""
-        return {"groups": {i: sorted(g) for i, g in self.groups.items()}, "kill": self.kill, "valid": self.valid}
+        return {"groups": {i: sorted(g) for i, g in self.groups.items()}, "tolerances": list(self.tolerances)}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "FirstKill":
-        return cls({i: frozenset(g) for i, g in record["groups"].items()}, record["kill"], record["valid"])
+        return cls({i: frozenset(g) for i, g in record["groups"].items()}, tuple(record["tolerances"]))
 
     def settles(self, input_id: str, outcome: str | None, margin: float | None,
-                correct_margin: float | None) -> frozenset[str]:
-        """The protocols that detect a mutant through this cell, whatever tolerance of the run judges it."""
-        if correct_margin is None or correct_margin > self.valid:
-            return frozenset()
-        if outcome == "pass" and margin is not None and margin <= self.kill:
-            return frozenset()
-        return self.groups.get(input_id, frozenset())
-
-    def needed(self, input_id: str, settled: set[str] | frozenset[str]) -> bool:
-        """Whether a mutant whose `settled` protocols already detect it still needs this input's cell."""
+                correct_margin: float | None) -> dict[float, frozenset[str]]:
+        """Tolerance -> the protocols that detect a mutant through this cell there."""
         group = self.groups.get(input_id)
-        return not group or not group <= settled
+        if not group or correct_margin is None:
+            return {}
+        killed = outcome != "pass" or margin is None  # a crash or a non-finite output, at every tolerance
+        return {t: group for t in self.tolerances if correct_margin <= t and (killed or margin > t)}  # type: ignore[operator]
+
+    def needed(self, input_id: str, settled: dict[float, set[str]], correct_margin: float | None) -> bool:
+        """Whether a mutant whose `settled` protocols already detect it (by tolerance) still needs this
+        input's cell; `correct_margin` None: the input is not checked yet, so any tolerance may."""
+        group = self.groups.get(input_id)
+        if not group:
+            return True
+        return any(not group <= settled.get(t, set()) for t in self.tolerances
+                   if correct_margin is None or correct_margin <= t)
 
 
 @dataclass
@@ -68,18 +73,19 @@ class Settled:
     parent each keep one, so that neither asks for a cell the other skips)."""
 
     rule: FirstKill
-    margins: dict[str, float | None] = field(default_factory=dict)
-    """Input id -> the correct kernel's margin on it (None: not valid)."""
-    by_mutant: dict[str, set[str]] = field(default_factory=dict)
+    margins: dict[str, float] = field(default_factory=dict)
+    """Valid input id -> the correct kernel's margin on it."""
+    by_mutant: dict[str, dict[float, set[str]]] = field(default_factory=dict)
+    """Mutant id -> tolerance -> the protocols detecting it there."""
 
-    def check(self, input_id: str, margin: float | None) -> None:
+    def check(self, input_id: str, margin: float) -> None:
         self.margins[input_id] = margin
 
     def cell(self, mutant: str, input_id: str, outcome: str | None, margin: float | None) -> None:
         found = self.rule.settles(input_id, outcome, margin, self.margins.get(input_id))
-        if found:
-            self.by_mutant.setdefault(mutant, set()).update(found)
+        for t, group in found.items():
+            self.by_mutant.setdefault(mutant, {}).setdefault(t, set()).update(group)
 
     def needed(self, mutant: str, input_id: str) -> bool:
         """Whether the mutant still needs its cell on this input."""
-        return self.rule.needed(input_id, self.by_mutant.get(mutant, frozenset()))
+        return self.rule.needed(input_id, self.by_mutant.get(mutant, {}), self.margins.get(input_id))

@@ -46,6 +46,10 @@ class RunOptions:
     """The protocols whose inputs the run's `specs_for` gives: a mutant stops getting a protocol's
     inputs once that protocol detects it (`first_kill.FirstKill`); the store then records that the
     newly evaluated mutants lack full rows."""
+    witness_tolerances: tuple[float, ...] = ()
+    """With `first_kill`: the tolerances, beyond its protocols', at which audits count the run's
+    cells as witnesses (`kbm run` gives every installed protocol's); a detection settles a mutant
+    only where it holds at each of them."""
     on_progress: Callable[[int, int], None] | None = None
     """Called with (cells done, cells in all) as the run goes."""
     on_problem: Callable[[str, str], None] | None = None
@@ -66,6 +70,9 @@ class RunOptions:
     without some of them gets them added."""
     shard: Shard | None = None
     """Only this shard's problems (`kbm run --shard K/N`, `shard.Shard`); the run records it."""
+    dry_run: bool = False
+    """Plan only: read what the store lacks and count it (`RunSummary.planned`), run nothing; give
+    it a scratch copy of the store (`Store.scratch_copy`), since planning records the inputs."""
     ray: str | None = None
     """Run the GPU workers as Ray actors on the cluster at this address (`auto`, or host:port;
     `ray_backend`) instead of as processes here; None: here."""

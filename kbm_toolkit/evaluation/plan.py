@@ -169,9 +169,10 @@ def plans_ahead(pool: Executor, jobs: Iterable[Job], depth: int, args: tuple[Any
 
 def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[str, Any]], specs: list[InputSpec],
                     probe_input: InputSpec | None, first_kill: list[Any] | None = None,
-                    margins: list[Margin] | None = None) -> StoredProgress:
+                    margins: list[Margin] | None = None, witnesses: Iterable[float] = ()) -> StoredProgress:
     """What the store holds of `problem` (substrate hash `sh`) for the mutants in `rows`; with
-    `first_kill` (the run's protocols), also what its stored cells already settle on `specs`; with
+    `first_kill` (the run's protocols), also what its stored cells already settle on `specs` (judged
+    at `witnesses` too, `FirstKill.of`); with
     `margins`, which valid inputs of `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
     done = set(stored) | proven_pairs(store, rows, [*specs, *([probe_input] if probe_input else [])])
@@ -180,11 +181,12 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
     done |= {(m, i) for m in rows for i in invalid}
     settled = None
     if first_kill:  # what stored cells already settle is not asked for again
-        settled = Settled(FirstKill.of(first_kill, problem),
+        settled = Settled(FirstKill.of(first_kill, problem, witnesses),
                           {i: c["margin"] for i, c in checks.items() if c["valid"]})
         for (m, i), (outcome, margin) in stored.items():
             settled.cell(m, i, outcome, margin)
-        done |= {(m, s.id) for m in settled.by_mutant for s in specs if not settled.needed(m, s.id)}
+        # an input valid at no tolerance the rule judges needs no cell even on an unsettled mutant
+        done |= {(m, s.id) for m in rows for s in specs if not settled.needed(m, s.id)}
     checked = {i: {"margin": c["margin"], "kernel_ms": c["kernel_ms"]} if c["valid"] else None
                for i, c in checks.items()}
     wanted = {margin_key(*m) for m in margins or []}

@@ -86,13 +86,28 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
                              {**env, "workers": options.gpus * options.workers_per_gpu,
                               "spares_per_worker": spares_per_worker(options)})
     run = _Run(store, run_id, arch, options)
-    if options.target == CELL_TASK and options.ray is None:
+    if options.target == CELL_TASK and options.ray is None and not options.dry_run:
         start_server(GPU_PRELOAD)  # it imports torch while the store is read
     for problem in sorted(problems, key=lambda p: run_order(p.key)):
         run.survey(problem, specs_for(problem), source)
+    if options.dry_run:
+        return run.summary
     stats = run.go()
     store.finish_run(run_id, stats)
     return run.summary
+
+
+def _count_plan(planned: dict[str, int], progress: StoredProgress, left: dict[str, Any],
+                inputs: list[InputSpec]) -> None:
+    """Add one problem's work to a dry run's count: cells on checked valid inputs, and on the inputs
+    still to check, whose cells come only where the check passes (at most so many)."""
+    unchecked = [s for s in inputs if s.id not in progress.checked]
+    valid = [s for s in inputs if progress.checked.get(s.id) is not None]
+    cells = sum((m, s.id) not in progress.done for m in left for s in valid)
+    later = sum((m, s.id) not in progress.done for m in left for s in unchecked)
+    for key, n in (("problems", bool(left or unchecked)), ("mutants", len(left)), ("cells", cells),
+                   ("unchecked", len(unchecked)), ("cells_unchecked", later)):
+        planned[key] = planned.get(key, 0) + n
 
 
 class _Run:
@@ -147,7 +162,8 @@ class _Run:
                 return
         store.record_inputs(inputs, source)
         progress = stored_progress(store, problem, sh, rows, specs, probe_input,
-                                   None if options.checks_only else options.first_kill, options.margins)
+                                   None if options.checks_only else options.first_kill, options.margins,
+                                   options.witness_tolerances)
         if options.redo is not None:  # only the pairs to measure again, crashed on before or not
             again = options.redo.get(problem.key, set())
             progress = replace(progress, done={(m, s.id) for m in rows for s in specs} - again, crashed=set())
@@ -155,6 +171,9 @@ class _Run:
         distinct = sum(r["status"] == MutantStatus.DISTINCT for r in rows.values())
         self.total += distinct * (len(specs) + (1 if self.probe else 0))
         left = mutants_with_work(progress, rows, specs, probe_input, options.rerun_crashers)
+        if options.dry_run:
+            _count_plan(self.summary.planned, progress, left, inputs)
+            return
         if not left and all(s.id in progress.checked for s in inputs) and not progress.recheck:
             self.results.put((problem.key, {"kind": RecordKind.PROBLEM, "verdict": "done"}))  # recorded as if run
         else:  # only the mutants with work left are compiled and sent to a worker

@@ -31,6 +31,10 @@ class RunSummary:
     compared_bytes: int = 0
     """Bytes the cells' comparisons read (outputs and references): `comparing`'s floor, at the
     GPU's read bandwidth."""
+    planned: dict[str, int] = field(default_factory=dict)
+    """A dry run's plan (`RunOptions.dry_run`): the `problems` with work left, the `mutants` a run
+    would compile, its `cells` on checked valid inputs, and the `unchecked` inputs it would check
+    first, with `cells_unchecked` at most on them (only where the check passes)."""
     replaced: list[dict[str, str]] = field(default_factory=list)
     """Workers replaced with no crashed or hung cell to say why (a CUDA error outside a launch, an
     input built again that differed): each `{"problem", "input", "note"}`."""

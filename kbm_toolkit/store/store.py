@@ -63,6 +63,12 @@ class Store(Runs, Pool, KillMatrix, Submissions, StoredProtocols, ShapeVerdicts,
         except sqlite3.DatabaseError as e:
             raise StoreError(f"not a usable kbm store: {e}", path) from None
 
+    def scratch_copy(self) -> "Store":
+        """An in-memory copy of this store: what is written to it (a dry run's planning) goes nowhere."""
+        copy = Store(":memory:")
+        self.db.conn.backup(copy.db.conn)
+        return copy
+
     def applied(self) -> list[str]:
         """Names of the migrations this store has had."""
         if not self.db["_kbm_migrations"].exists():
