@@ -116,7 +116,8 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     """`kbm run`: evaluate the selected problems' mutants under `request.source` on the GPUs here.
 
     With no problem named, every problem (of the level) with mutants in the store; NoDevice before
-    anything starts when no GPU is visible."""
+    anything starts when no GPU is visible. With `request.dry_run`, nothing runs and no GPU is
+    needed: the work left is counted on a scratch copy of the store (`RunSummary.planned`)."""
     if request.dry_run:
         if request.redo_overwritten or request.ray is not None:
             raise OptionError("--dry-run plans a run of --inputs here; --redo-overwritten and --ray are not planned")
@@ -148,7 +149,10 @@ def fill_matrix(store: Any, problem_set: ProblemSet, request: RunRequest,
     if request.survivors_of:
         only = survivors(store, load_protocol(request.survivors_of, stored=store.protocol_toml),
                          all_protocols() if request.witnessed else None)
-    env, where = _placement(request) if not request.dry_run else ({"gpu": "none: a dry run"}, {"gpus": request.gpus or 1})
+    if request.dry_run:  # no device is asked for: the run is recorded in the scratch copy only
+        env, where = {"gpu": "none: a dry run"}, {"gpus": request.gpus or 1}
+    else:
+        env, where = _placement(request)
     if request.checks_only and (request.first_kill or request.survivors_of):
         raise OptionError("--checks-only runs no mutant: --first-kill and --survivors-of choose mutants")
     keep_protocols(store, parts)

@@ -54,8 +54,9 @@ class FirstKill:
         group = self.groups.get(input_id)
         if not group or correct_margin is None:
             return {}
-        killed = outcome != "pass" or margin is None  # a crash or a non-finite output, at every tolerance
-        return {t: group for t in self.tolerances if correct_margin <= t and (killed or margin > t)}  # type: ignore[operator]
+        if outcome != "pass" or margin is None:  # a crash or a non-finite output kills at every tolerance
+            margin = float("inf")
+        return {t: group for t in self.tolerances if correct_margin <= t < margin}
 
     def needed(self, input_id: str, settled: dict[float, set[str]], correct_margin: float | None) -> bool:
         """Whether a mutant whose `settled` protocols already detect it (by tolerance) still needs this
