@@ -11,7 +11,7 @@ from kbm_toolkit.analysis.matrix import Matrix
 from kbm_toolkit.analysis.shape_bound import bound, equivalence_table, shape_bound
 from kbm_toolkit.cuda.nvrtc import compile_source
 from kbm_toolkit.mutation.mutants import generate
-from kbm_toolkit.mutation.shape_equivalence import DIFFERS, SAME, Judge, shapes_of
+from kbm_toolkit.mutation.shape_equivalence import DIFFERS, SAME, Judge, judged_already, shapes_of
 from kbm_toolkit.mutation.specialize import LaunchConfig, definitions, literal, specialized_source
 from kbm_toolkit.problems.input_spec import InputSpec
 from kbm_toolkit.problems.problem import Problem
@@ -152,6 +152,16 @@ def test_shape_bound_needs_every_shape_and_counts_what_is_not_judged() -> None:
     assert bound({"a": 1, "b": None}, {"a", "b"}) is None
 
 
+
+
+def test_a_mutant_is_judged_again_at_shapes_it_differs_at_none_of() -> None:
+    # same code at the official shape, other code at the probe's: judging stopped there, so a
+    # protocol about to run at a hidden config's shape still needs its verdict at that shape
+    verdicts = {"official": SAME, "probe": DIFFERS}
+    assert judged_already(verdicts, {"official", "probe", "gate"})
+    assert not judged_already(verdicts, {"official", "hidden"})
+    assert judged_already({**verdicts, "hidden": SAME}, {"official", "hidden"})
+    assert judged_already({"official": SAME, "hidden": None}, {"official", "hidden"})  # undecided is decided
 
 
 def test_shape_bound_and_the_table_read_verdicts_against_the_inputs_shapes() -> None:

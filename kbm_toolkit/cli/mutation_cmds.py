@@ -85,7 +85,9 @@ def mutate(obj: Context, problems: tuple[str, ...], level: str | None, arch: str
 @click.option("--workers", type=click.IntRange(1), help="Judging processes (default: one per core).")
 @click.option("--inputs", "source", metavar="SOURCE",
               help="Also judge at the shapes of these inputs (a protocol, as `kbm run --inputs` takes it), "
-                   "before they run: `kbm run` then launches no pair proven the same.")
+                   "right after the official one, so every mutant is decided at each of them: before they "
+                   "run, `kbm run` then launches no pair proven the same; after, the audit's shape-bound "
+                   "count for the protocol is whole.")
 @json_option
 @click.pass_obj
 def equivalence(obj: Context, problems: tuple[str, ...], level: str | None, arch: str | None,

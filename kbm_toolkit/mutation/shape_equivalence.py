@@ -196,9 +196,9 @@ def judge_task(task: ProblemTask) -> list[dict[str, Any]]:
 
 
 def judged_already(verdicts: dict[str, int | None], shapes: set[str]) -> bool:
-    """Whether stored verdicts settle a mutant at `shapes`: one shape where it differs (judging
-    stops there), or a verdict at every one of them."""
-    return any(v == DIFFERS for v in verdicts.values()) or shapes <= set(verdicts)
+    """Whether stored verdicts settle a mutant at `shapes`: one of them where it differs (no set of
+    these shapes hides it then), or a verdict at every one of them."""
+    return any(verdicts.get(s) == DIFFERS for s in shapes) or shapes <= set(verdicts)
 
 
 def stored_specs(store: Any, problem: Problem, substrate_hash: str) -> list[InputSpec]:
@@ -240,10 +240,15 @@ def judge_problems(store: Any, problems: list[Problem], arch: str, workers: int 
         if not rows:
             result.skipped[problem.key] = NO_MUTANTS
             continue
-        specs = stored_specs(store, problem, substrate.content_hash) + (extra(problem) if extra else [])
-        shapes = {s.shape_key for s in specs}
+        stored_at = stored_specs(store, problem, substrate.content_hash)
+        more = official_specs(problem, 1) + extra(problem) if extra else []
+        # judging stops at a mutant's first shape where it differs: `extra`'s shapes come right after
+        # the official one, so a mutant that differs only at some other input's shape is still
+        # decided at every shape of the protocol about to run
+        specs = more + stored_at
         known = store.shape_verdicts(r["id"] for r in rows)
-        todo = [r for r in rows if not judged_already(known.get(r["id"], {}), shapes)]
+        groups = [{s.shape_key for s in specs}] + ([{s.shape_key for s in more}] if more else [])
+        todo = [r for r in rows if not all(judged_already(known.get(r["id"], {}), g) for g in groups)]
         result.settled += len(rows) - len(todo)
         if todo:
             tasks.append(ProblemTask(problem, substrate, stored(todo, generate(substrate, rules)), specs, arch))
