@@ -9,7 +9,7 @@ correct kernel misses by 0.5), and under `unbuilt` a list of input ids: each can
 for lack of GPU memory (an `unbuilt` record, and the task goes on), and under `crowded` a list of
 input ids and a folder (`{"inputs": [...], "dir": ...}`): each fails so once, the first time it is
 built, as one too large to build beside another worker's input would; under `margins`, mutant id →
-input id → its margin there; every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
+input id → its margin there; under `raises`, input ids whose reference raises; every other mutant is killed by inputs whose id sorts below its own. KBM_FAKE_DELAY slows each cell, so a test can kill a run
 halfway. Every margin the task asks for beyond the columns is the strict margin again, as if the
 other references agreed bit for bit; an input in `recheck` gets a `margins` record.
 """
@@ -52,6 +52,10 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
             continue
         if spec.id in behaviour.get("unbuilt", ()):
             yield {"kind": "unbuilt", "input": spec.id, "note": f"out of GPU memory building input {spec.id}"}
+            continue
+        if spec.id in behaviour.get("raises", ()):  # its reference raises: invalid, no mutant runs on it
+            yield {"kind": "input", "input": spec.id, "valid": False, "outcome": None,
+                   "note": "reference raised RuntimeError: fake", "build_ms": 1.0}
             continue
         probe = spec.label == "probe" or bool(spec.shape)
         off = any(t["op"] in behaviour.get("invalid", ()) for t in record.get("transforms", ()))

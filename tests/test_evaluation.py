@@ -1014,6 +1014,40 @@ def test_a_dry_run_counts_the_cells_a_run_then_writes_and_stores_nothing(
     assert rest.cells == half["cells"] and plan()["cells"] == 0
 
 
+def test_an_input_whose_reference_raised_is_checked_again_before_any_mutant_is_compiled_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbm_toolkit.protocols.protocol import Protocol
+    from kbm_toolkit.vocabulary import REFERENCE_RAISED
+
+    a = Protocol("a", "", 1e-2, ({"trials": 2},))
+    problem = ProblemSet.discover().get("demo/3")
+    store, ids = seeded_store(tmp_path / "s.db")
+    monkeypatch.syspath_prepend(str(REPO / "tests"))
+
+    def run(behaviour: dict[str, Any], **options: Any) -> Any:
+        monkeypatch.setenv("KBM_FAKE", json.dumps(behaviour))
+        return run_evaluation(store, [problem], a.specs, "a", "sm_90", {"gpu": "fake"}, fake(**options))
+
+    run({})
+    raised = a.specs(problem)[1].id
+    sh, run_id = store.db.execute("select substrate_hash, run from input_checks where input = ?", [raised]).fetchone()
+    store.db.execute("delete from cells where input = ?", [raised])
+    store.record_input_check(sh, run_id, {"input": raised, "valid": False, "note": f"{REFERENCE_RAISED} RuntimeError: x"})
+    # every other cell is stored: no mutant is compiled, only the input is checked again
+    plan = run_evaluation(store.scratch_copy(), [problem], a.specs, "a", "sm_90", {"gpu": "fake"},
+                          fake(dry_run=True)).planned
+    assert plan == {"problems": 1, "mutants": 0, "cells": 0, "unchecked": 1, "cells_unchecked": len(ids)}
+    again = run({"raises": [raised]})  # it raises again: the problem is done, with no cell on it
+    assert again.problems == {problem.key: "done"} and again.cells == 0
+    passed = run({})  # it passes now: its cells wait for the next run, and this one says so
+    assert passed.cells == 0 and passed.problems[problem.key] == (
+        f"incomplete: 1 input whose reference had raised passed the check this time; the same command runs "
+        f"{len(ids)} mutants on it")
+    last = run({})
+    assert last.problems == {problem.key: "done"} and last.cells == len(ids)
+    assert {m for m, i in cells(store) if i == raised} == set(ids)
+
+
 def test_first_kill_runs_past_the_full_rows_keep_their_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kbm_toolkit.protocols.protocol import Protocol
 

@@ -62,13 +62,18 @@ class Collector(Committer):
     verdicts written at once, and every record's milliseconds charged to its part of the run."""
 
     def __init__(self, store: Any, run_id: int, summary: RunSummary, options: RunOptions,
-                 hashes: dict[str, str], given: dict[str, set[str]], count: int) -> None:
+                 hashes: dict[str, str], given: dict[str, set[str]], count: int,
+                 waiting: dict[str, tuple[set[str], int]] | None = None) -> None:
         super().__init__(count, options.on_progress)
         self.store, self.run_id, self.summary, self.options = store, run_id, summary, options
         self.hashes = hashes
         """Problem -> its substrate's hash, which its input checks are stored under."""
         self.given = given
         """Problem -> the ids of the inputs the run gives its mutants."""
+        self.waiting = waiting or {}
+        """Problem -> inputs checked again and how many mutants were not compiled for them (`_Run`)."""
+        self.passed_again: dict[str, int] = {}
+        """Problem -> how many of those inputs passed their check this time."""
         self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
         self.problems: dict[str, dict[str, float]] = {}
@@ -116,6 +121,8 @@ class Collector(Committer):
 
     def _input(self, key: str, rec: dict[str, Any]) -> None:
         self.store.record_input_check(self.hashes[key], self.run_id, rec)
+        if rec["valid"] and rec["input"] in self.waiting.get(key, ((), 0))[0]:
+            self.passed_again[key] = self.passed_again.get(key, 0) + 1
 
     def _margins(self, key: str, rec: dict[str, Any]) -> None:
         self.store.add_check_margins(self.hashes[key], rec["input"], rec["margins"])
@@ -130,6 +137,11 @@ class Collector(Committer):
 
     def _problem(self, key: str, rec: dict[str, Any]) -> None:
         options = self.options
+        if rec["verdict"] == "done" and self.passed_again.get(key):
+            n, mutants = self.passed_again[key], self.waiting[key][1]
+            rec = {**rec, "verdict": f"incomplete: {n} input{'s' if n > 1 else ''} whose reference had raised "
+                                     f"passed the check this time; the same command runs {mutants} mutants on "
+                                     f"{'them' if n > 1 else 'it'}"}
         self.summary.problems[key] = rec["verdict"]
         if rec["verdict"] == "done" and options.widens_share():
             # the share widens only once every cell it needs is stored: an interrupted

@@ -67,6 +67,9 @@ class StoredProgress:
     """Mutants with a stored crash or timeout on one of the run's inputs."""
     recheck: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Valid inputs of the run stored without some of its margins: their stored margin and max_abs."""
+    rechecking: set[str] = field(default_factory=set)
+    """Inputs of the run whose stored check is a raised reference (`check_again`): checked again,
+    and given mutants by a later run only if the check now passes (`mutants_with_work`)."""
 
 
 def check_again(check: dict[str, Any]) -> bool:
@@ -176,7 +179,10 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
     `margins`, which valid inputs of `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
     done = set(stored) | proven_pairs(store, rows, [*specs, *([probe_input] if probe_input else [])])
-    checks = {i: c for i, c in store.checked_inputs(problem.key, sh).items() if not check_again(c)}
+    stored_checks = store.checked_inputs(problem.key, sh)
+    checks = {i: c for i, c in stored_checks.items() if not check_again(c)}
+    rechecking = {s.id for s in [*specs, *([probe_input] if probe_input else [])]
+                  if s.id in stored_checks and s.id not in checks}
     invalid = {i for i, c in checks.items() if not c["valid"]}
     done |= {(m, i) for m in rows for i in invalid}
     settled = None
@@ -195,7 +201,7 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
                and not wanted <= set(json.loads(checks[s.id].get("margins") or "{}"))}
     return StoredProgress(done, checked, settled, stopped_on(store, [probe_input] if probe_input else []),
                           # under --first-kill a stored crash settles its protocols like any detection
-                          set() if settled else stopped_on(store, specs), recheck)
+                          set() if settled else stopped_on(store, specs), recheck, rechecking)
 
 
 def proven_pairs(store: Any, mutants: Iterable[str], specs: list[InputSpec]) -> set[tuple[str, str]]:
@@ -217,12 +223,16 @@ def mutants_with_work(progress: StoredProgress, rows: dict[str, dict[str, Any]],
     (its workers then waited on compiles for 57% of their time).
     """
     done, left = progress.done, {}
+    # an input whose reference raised is checked again first, with no mutant compiled for it: it
+    # almost always raises again (a size the reference cannot take)
+    probe_due = probe_input is not None and probe_input.id not in progress.rechecking
+    due = [s for s in specs if s.id not in progress.rechecking]
     for m, row in rows.items():
         if row["status"] != MutantStatus.DISTINCT:
             continue  # quarantined on the probe: never run again
-        if probe_input is not None and ((m, probe_input.id) not in done or m in progress.probe_crashes):
+        if probe_due and ((m, probe_input.id) not in done or m in progress.probe_crashes):  # type: ignore[union-attr]
             left[m] = row
-        elif (rerun_crashers or m not in progress.crashed) and any((m, s.id) not in done for s in specs):
+        elif (rerun_crashers or m not in progress.crashed) and any((m, s.id) not in done for s in due):
             left[m] = row
     return left
 

@@ -98,13 +98,15 @@ def run_evaluation(store: Any, problems: list[Problem], specs_for: Callable[[Pro
 
 
 def _count_plan(planned: dict[str, int], progress: StoredProgress, left: dict[str, Any],
-                inputs: list[InputSpec]) -> None:
+                inputs: list[InputSpec], waiting: int) -> None:
     """Add one problem's work to a dry run's count: cells on checked valid inputs, and on the inputs
-    still to check, whose cells come only where the check passes (at most so many)."""
+    still to check, whose cells come only where the check passes (at most so many; on an input
+    checked again, also those of the `waiting` mutants not compiled for it)."""
     unchecked = [s for s in inputs if s.id not in progress.checked]
     valid = [s for s in inputs if progress.checked.get(s.id) is not None]
     cells = sum((m, s.id) not in progress.done for m in left for s in valid)
     later = sum((m, s.id) not in progress.done for m in left for s in unchecked)
+    later += waiting * sum(s.id in progress.rechecking for s in unchecked)
     for key, n in (("problems", bool(left or unchecked)), ("mutants", len(left)), ("cells", cells),
                    ("unchecked", len(unchecked)), ("cells_unchecked", later)):
         planned[key] = planned.get(key, 0) + n
@@ -126,6 +128,9 @@ class _Run:
         """Problem -> its substrate's hash."""
         self.given: dict[str, set[str]] = {}
         """Problem -> the ids of the inputs this run gives its mutants (whether it fills full rows)."""
+        self.waiting: dict[str, tuple[set[str], int]] = {}
+        """Problem -> the inputs it checks again (their reference raised), and how many mutants are
+        not compiled for them: should one pass now, the problem is not done (`Collector`)."""
         self.jobs: list[Job] = []
         """The problems with work left, in run order, for the compile pool."""
         self.total = 0
@@ -171,8 +176,13 @@ class _Run:
         distinct = sum(r["status"] == MutantStatus.DISTINCT for r in rows.values())
         self.total += distinct * (len(specs) + (1 if self.probe else 0))
         left = mutants_with_work(progress, rows, specs, probe_input, options.rerun_crashers)
+        waiting = {m for m, r in rows.items() if m not in left and r["status"] == MutantStatus.DISTINCT
+                   and (options.rerun_crashers or m not in progress.crashed)
+                   and any((m, i) not in progress.done for i in progress.rechecking)}
+        if waiting:  # their cells on an input that passes its check again come with the next run
+            self.waiting[problem.key] = (progress.rechecking, len(waiting))
         if options.dry_run:
-            _count_plan(self.summary.planned, progress, left, inputs)
+            _count_plan(self.summary.planned, progress, left, inputs, len(waiting))
             return
         if not left and all(s.id in progress.checked for s in inputs) and not progress.recheck:
             self.results.put((problem.key, {"kind": RecordKind.PROBLEM, "verdict": "done"}))  # recorded as if run
@@ -219,7 +229,8 @@ class _Run:
         threads = [threading.Thread(target=self._plan_ahead, args=(pool, size), daemon=True)]
         threads += [threading.Thread(target=self._serve, args=(w,), daemon=True) for w in self.workers]
         already = sum(len(p.done) for p in self.progress.values())
-        collector = Collector(self.store, self.run_id, self.summary, options, self.hashes, self.given, already)
+        collector = Collector(self.store, self.run_id, self.summary, options, self.hashes, self.given, already,
+                              self.waiting)
         completed = False
         with sigint_sets(self.stop):
             for t in threads:
