@@ -174,9 +174,9 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
                     probe_input: InputSpec | None, first_kill: list[Any] | None = None,
                     margins: list[Margin] | None = None, witnesses: Iterable[float] = ()) -> StoredProgress:
     """What the store holds of `problem` (substrate hash `sh`) for the mutants in `rows`; with
-    `first_kill` (the run's protocols), also what its stored cells already settle on `specs` (judged
-    at `witnesses` too, `FirstKill.of`); with
-    `margins`, which valid inputs of `specs` are stored without some of them."""
+    `first_kill` (the run's protocols), also what its stored cells already settle on `specs`, judged
+    at the `witnesses` tolerances too (`FirstKill.of`); with `margins`, which valid inputs of
+    `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
     done = set(stored) | proven_pairs(store, rows, [*specs, *([probe_input] if probe_input else [])])
     stored_checks = store.checked_inputs(problem.key, sh)

@@ -241,7 +241,7 @@ def judge_problems(store: Any, problems: list[Problem], arch: str, workers: int 
             result.skipped[problem.key] = NO_MUTANTS
             continue
         stored_at = stored_specs(store, problem, substrate.content_hash)
-        more = official_specs(problem, 1) + extra(problem) if extra else []
+        more = (official_specs(problem, 1) + extra(problem)) if extra else []
         # judging stops at a mutant's first shape where it differs: `extra`'s shapes come right after
         # the official one, so a mutant that differs only at some other input's shape is still
         # decided at every shape of the protocol about to run
