@@ -85,6 +85,20 @@ kb_store() {  # a fresh machine starts from the seed; carry it packed (KB_SEED.x
     elif [ -f "$seed" ]; then cp "$seed" "$KB_STORE"
     else shipped kernelbench "$KB_STORE"; fi  # no seed carried: the shipped pool
 }
+first_kill_runs() {  # each argument a `kbm run` of the kb store (global options first), with --first-kill, in
+                    # turn while the budget lasts; stops at the first that does not finish (resumable)
+    local part log rc
+    for part in "$@"; do
+        [ "$(left)" -gt 90 ] || return 0
+        log="$OUT/logs/kb-$(echo "$part" | tr -cs 'a-z0-9.' '-').txt"
+        # shellcheck disable=SC2086  # each part is its own words
+        stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
+            $part --first-kill --workers "${WORKERS:-2}" > "$log" 2>&1
+        rc=$?
+        echo "${part##*--inputs }: exit $rc; $(ending "$log")"
+        [ $rc -eq 0 ] || return $rc
+    done
+}
 shipped() {  # the shipped store $1 as kbm unpacks it (its supplements merged in), copied to $2
     cp "$(python3 -c 'import sys; from kbm_toolkit.store import shipped_store_path as p; print(p(sys.argv[1]))' "$1")" "$2"
 }
@@ -379,31 +393,16 @@ print(prepare_input(__import__('pathlib').Path('/tmp/demo-src.db'), __import__('
                  # share in turn (default 0.2; "0.2 0.3" widens), --first-kill: kbv's own audit with the checkout
                  # is then exact on that share, and its hidden inputs join the witness search there
             kb_store
-            for share in ${KBV_SAMPLE:-0.2}; do
-                [ "$(left)" -gt 90 ] || break
-                stop_at "$(( $(left) - 25 ))" python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench \
-                    --kbv third_party/kernel_bench_verified run --inputs kbv --first-kill --sample "$share" \
-                    --workers "${WORKERS:-2}" > "$OUT/logs/kb-kbv-$share.txt" 2>&1
-                rc=$?
-                echo "kbv's hidden tests on --sample $share: exit $rc; $(ending "$OUT/logs/kb-kbv-$share.txt")"
-                [ $rc -eq 0 ] || break
-            done ;;
+            parts=(); for share in ${KBV_SAMPLE:-0.2}; do
+                parts+=("--kbv third_party/kernel_bench_verified run --inputs kbv --sample $share"); done
+            first_kill_runs "${parts[@]}" ;;
         kb-close)  # issue 29: every --first-kill run of the pool again, under the rule that settles a mutant only
                    # where it holds at every installed protocol's tolerance (evaluation/first_kill.py): the cells the
                    # older rule skipped (a kbv kill at 1e-3 that the official audit's 1e-2 cannot count, a 1e-2 kill
                    # on an input head's 1e-4 cannot use); resumable, each run stored as it goes
             kb_store
-            KBM=(python3 -m kbm_toolkit --store "$KB_STORE" --kernelbench third_party/KernelBench)
-            for part in "--kbv third_party/kernel_bench_verified run --inputs kbv" "run --inputs fuzz-shapes" \
-                        "run --inputs kb-targets --survivors-of kernelbench" "run --inputs kernelbench,kbv,fuzz"; do
-                [ "$(left)" -gt 90 ] || break
-                log="$OUT/logs/kb-close-$(echo "$part" | tr -cs 'a-z0-9' '-').txt"
-                # shellcheck disable=SC2086  # each part is its own words
-                stop_at "$(( $(left) - 25 ))" "${KBM[@]}" $part --first-kill --workers "${WORKERS:-2}" > "$log" 2>&1
-                rc=$?
-                echo "${part##*--inputs }: exit $rc; $(ending "$log")"
-                [ $rc -eq 0 ] || break
-            done ;;
+            first_kill_runs "--kbv third_party/kernel_bench_verified run --inputs kbv" "run --inputs fuzz-shapes" \
+                "run --inputs kb-targets --survivors-of kernelbench" "run --inputs kernelbench,kbv,fuzz" ;;
         list-shapes)  # the inputs a list-valued size once broke in every reference (docs/kernelbench-pool.md, "A fault
                       # of kbm's own"), on the kb store and the level-3 store: each problem gated again, the probe
                       # run on all its mutants, its targeted inputs checked again and run on kernelbench's survivors

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from kbm_toolkit.analysis.matrix import killed
+
 
 @dataclass(frozen=True)
 class FirstKill:
@@ -54,9 +56,7 @@ class FirstKill:
         group = self.groups.get(input_id)
         if not group or correct_margin is None:
             return {}
-        if outcome != "pass" or margin is None:  # a crash or a non-finite output kills at every tolerance
-            margin = float("inf")
-        return {t: group for t in self.tolerances if correct_margin <= t < margin}
+        return {t: group for t in self.tolerances if correct_margin <= t and killed((outcome, margin), t)}
 
     def needed(self, input_id: str, settled: dict[float, set[str]], correct_margin: float | None) -> bool:
         """Whether a mutant whose `settled` protocols already detect it (by tolerance) still needs this

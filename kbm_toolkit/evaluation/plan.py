@@ -178,11 +178,11 @@ def stored_progress(store: Any, problem: Problem, sh: str, rows: dict[str, dict[
     at the `witnesses` tolerances too (`FirstKill.of`); with `margins`, which valid inputs of
     `specs` are stored without some of them."""
     stored = {pair: cell for pair, cell in store.problem_cells(problem.key).items() if pair[0] in rows}
-    done = set(stored) | proven_pairs(store, rows, [*specs, *([probe_input] if probe_input else [])])
+    inputs = [*specs, *([probe_input] if probe_input else [])]
+    done = set(stored) | proven_pairs(store, rows, inputs)
     stored_checks = store.checked_inputs(problem.key, sh)
     checks = {i: c for i, c in stored_checks.items() if not check_again(c)}
-    rechecking = {s.id for s in [*specs, *([probe_input] if probe_input else [])]
-                  if s.id in stored_checks and s.id not in checks}
+    rechecking = {s.id for s in inputs if s.id in stored_checks and s.id not in checks}
     invalid = {i for i, c in checks.items() if not c["valid"]}
     done |= {(m, i) for m in rows for i in invalid}
     settled = None
