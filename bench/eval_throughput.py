@@ -559,18 +559,25 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
     """One run's split per problem (what a run since 2026-12-02 stores): seconds in launches, crashed
-    launches, comparing and checking, and comparing against its floor, slowest comparing first."""
+    launches (with how many, seconds each and the slowest), comparing and checking, and comparing
+    against its floor, slowest comparing first."""
     problems = row.get("problems") or {}
     if not problems:
         return f"{row['evaluator']} #{row['rep'] + 1}: no split per problem stored"
-    lines = [f"{row['evaluator']} #{row['rep'] + 1}, per problem (s)   launches  crashed  comparing  checking  "
-             "GB compared  compare/floor  GPU/floor"]
+    lines = [f"{row['evaluator']} #{row['rep'] + 1}, per problem (s)   launches  crashed  crashes  s/crash  "
+             "slowest  comparing  checking  GB compared  compare/floor  GPU/floor"]
     for key, parts in sorted(problems.items(), key=lambda kv: -kv[1].get("comparing", 0.0)):
         compared = parts.get("compared_bytes", 0)
         floor = compared / bandwidth if bandwidth and compared else None
         ratio = f"{parts.get('comparing', 0.0) / floor:.2f}" if floor else "-"
         gpu = f"{parts['compare_gpu_s'] / floor:.2f}" if floor and parts.get("compare_gpu_s") else "-"
+        # a crash's launch-to-error against its problem's launches: a fixed fault cost, or kernels
+        # that run long out of bounds before they fault (runs before 2026-12-05 stored no count)
+        crashes = parts.get("crashes")
+        each = f"{parts.get('crashed', 0.0) / crashes:.2f}" if crashes else "-"
+        slowest = f"{parts['crash_s_max']:.2f}" if parts.get("crash_s_max") else "-"
         lines.append(f"  {key[:36]:<36} {parts.get('launches', 0.0):8.2f} {parts.get('crashed', 0.0):8.2f} "
+                     f"{crashes if crashes is not None else '-':>8} {each:>8} {slowest:>8} "
                      f"{parts.get('comparing', 0.0):10.2f} {parts.get('checking', 0.0):9.2f} {compared / 1e9:12.1f} "
                      f"{ratio:>14} {gpu:>10}")
     return "\n".join(lines)

@@ -258,6 +258,16 @@ def test_the_split_per_problem_puts_the_slowest_comparing_first():
     assert bench.problem_table({"evaluator": "old", "rep": 0}, 4e12) == "old #1: no split per problem stored"
 
 
+def test_the_split_per_problem_gives_each_problems_crashes_and_their_cost():
+    row = {"evaluator": "new", "rep": 0, "problems": {
+        "level1/40_LayerNorm": {"launches": 3.9, "crashed": 6.4, "crashes": 16, "crash_s_max": 1.25},
+        "level1/19_ReLU": {"launches": 2.0, "comparing": 0.3}}}
+    header, relu, layernorm = bench.problem_table(row, 4e12).splitlines()  # the slowest comparing first
+    assert header.split()[6:10] == ["crashed", "crashes", "s/crash", "slowest"]
+    assert layernorm.split()[3:6] == ["16", "0.40", "1.25"]  # 6.4 s over 16 crashes; the slowest 1.25 s
+    assert relu.split()[3:6] == ["-", "-", "-"]  # no crash, or a run that stored no count
+
+
 def test_compare_against_its_floor_is_also_given_on_the_large_comparisons_alone():
     problems = {"level1/19_ReLU": {"comparing": 0.6, "compared_bytes": 1.2e12, "compares": 100},  # 12 GB each
                 "level1/23_Softmax": {"comparing": 0.3, "compared_bytes": 0.4e12, "compares": 100},  # 4 GB each

@@ -440,6 +440,9 @@ def test_a_run_stores_its_split_per_problem(tmp_path: Path, monkeypatch: pytest.
         assert parts["compared_bytes"] == 64 * launched and parts["compares"] == launched
         assert parts["compare_gpu_s"] == pytest.approx(0.2 * launched / 1000, abs=0.002)
     assert split["demo/3_LayerNorm"]["crashed"] >= 1.5 and "crashed" not in split["demo/1_LeakyReLU"]
+    # the hang is one crashed cell; killed, it timed nothing itself, so there is no slowest error
+    assert split["demo/3_LayerNorm"]["crashes"] == 1 and "crash_s_max" not in split["demo/3_LayerNorm"]
+    assert "crashes" not in split["demo/1_LeakyReLU"]
 
 
 def test_a_crash_the_worker_timed_is_charged_as_it_timed_it(tmp_path: Path,
@@ -452,6 +455,9 @@ def test_a_crash_the_worker_timed_is_charged_as_it_timed_it(tmp_path: Path,
     assert crashes == 1
     # the fake says its crashed launch took 75 ms: that, not the 0.2 s since the launch began
     assert summary.seconds["crashed"] == pytest.approx(0.075)
+    split = json.loads(store.db.execute("select stats from runs order by id desc").fetchone()[0])["problems"]
+    assert split["demo/3_LayerNorm"]["crashes"] == 1
+    assert split["demo/3_LayerNorm"]["crash_s_max"] == pytest.approx(0.075)
 
 
 def test_witnesses_and_verdicts_are_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

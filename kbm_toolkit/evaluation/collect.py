@@ -11,7 +11,7 @@ from typing import Any, Callable
 from kbm_toolkit.analysis.runs import TIME_SPLIT
 from kbm_toolkit.evaluation.options import RunOptions
 from kbm_toolkit.evaluation.stats import RECORD_MS, RunSummary
-from kbm_toolkit.vocabulary import MutantStatus, RecordKind
+from kbm_toolkit.vocabulary import STOPPING_OUTCOMES, MutantStatus, RecordKind
 
 BATCH_CELLS = 256
 """Cells committed at once at most; a batch is also committed after a second, or when the stream is quiet."""
@@ -77,8 +77,9 @@ class Collector(Committer):
         self.seconds = dict.fromkeys(TIME_SPLIT, 0.0)
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
         self.problems: dict[str, dict[str, float]] = {}
-        """The same per problem, with `compared_bytes`, `compares` (cells compared) and `compare_gpu_s`
-        (the comparison kernels' own GPU time, inside `comparing`): which problems a part's time comes from."""
+        """The same per problem, with `compared_bytes`, `compares` (cells compared), `compare_gpu_s`
+        (the comparison kernels' own GPU time, inside `comparing`), `crashes` (crashed or hung cells)
+        and `crash_s_max` (the slowest launch-to-error): which problems a part's time comes from."""
         self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
             RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
@@ -118,6 +119,10 @@ class Collector(Committer):
         mine["compares"] = mine.get("compares", 0) + bool(compared)  # bytes per comparison: its size
         if rec.get("compare_gpu_ms"):
             mine["compare_gpu_s"] = mine.get("compare_gpu_s", 0.0) + rec["compare_gpu_ms"] / 1000
+        if rec.get("outcome") in STOPPING_OUTCOMES:  # `crashed` over these: a crash's cost
+            mine["crashes"] = mine.get("crashes", 0) + 1
+            if rec.get("crash_ms"):  # the slowest error: one slow fault or many quick ones
+                mine["crash_s_max"] = max(mine.get("crash_s_max", 0.0), rec["crash_ms"] / 1000)
 
     def _input(self, key: str, rec: dict[str, Any]) -> None:
         self.store.record_input_check(self.hashes[key], self.run_id, rec)
