@@ -62,6 +62,28 @@ def test_a_runs_split_says_how_many_warm_spares_another_worker_lent(capsys) -> N
     assert "5 of them warm when needed; spawn" in capsys.readouterr().out
 
 
+def test_a_runs_split_names_the_problems_with_the_most_time_outside_launches(capsys) -> None:
+    from kbm_toolkit.analysis.runs import problem_split
+    from kbm_toolkit.report.runs import PROBLEMS_SHOWN, print_split
+
+    problems = {"level2/49_ConvTranspose3d": {"launches": 4.9, "building ahead": 23.5, "crashed": 1.7, "crashes": 4,
+                                              "compared_bytes": 9e9, "compares": 50, "compare_gpu_s": 0.2},
+                "level1/19_ReLU": {"launches": 30.0, "comparing": 0.8, "checking": 0.7},
+                "level1/1_Square": {"launches": 2.0}}
+    rows = problem_split(problems)
+    # sizes and counts are not seconds: outside launches is 23.5 + 1.7, not the bytes compared
+    assert [(r["problem"], round(r["outside"], 2), r["largest"], r["crashes"]) for r in rows] == [
+        ("level2/49_ConvTranspose3d", 25.2, "building ahead", 4), ("level1/19_ReLU", 1.5, "comparing", None),
+        ("level1/1_Square", 0.0, None, None)]
+    many = {f"demo/{i}": {"launches": 1.0, "tail": float(i)} for i in range(PROBLEMS_SHOWN + 3)}
+    print_split({"run": 7, "kind": "evaluate", "wall_s": 10.0, "workers": 2, "worker_s": 20.0, "restarts": 5,
+                 "parts": [{"part": "launches", "seconds": 12.0, "share": 0.6, "what": "mutants' launches"}],
+                 "problems": problem_split(many)})
+    out = capsys.readouterr().out
+    assert f"Problems by time outside launches ({PROBLEMS_SHOWN} of {PROBLEMS_SHOWN + 3})" in out
+    assert "tail 12.0 s" in out and "demo/2 " not in out  # the three with the least time are left out
+
+
 def test_a_band_narrows_as_problems_are_added() -> None:
     from kbm_toolkit.analysis.score import band_by_problems
 

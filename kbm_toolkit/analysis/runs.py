@@ -39,6 +39,18 @@ def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:
     return sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
 
 
+def problem_split(problems: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """Each problem's worker time in launches and outside them, its largest part outside, and its
+    crashed or hung cells (stored since 2026-12-05; None before): most time outside launches first."""
+    rows = []
+    for key, parts in problems.items():
+        outside = {k: v for k, v in parts.items() if k != "launches" and (k in TIME_SPLIT or k == "other")}
+        largest = max(outside.items(), key=lambda kv: kv[1], default=(None, 0.0))
+        rows.append({"problem": key, "launches": parts.get("launches", 0.0), "outside": sum(outside.values()),
+                     "largest": largest[0], "largest_s": largest[1], "crashes": parts.get("crashes")})
+    return sorted(rows, key=lambda r: (-r["outside"], r["problem"]))
+
+
 def run_rows(store: Any) -> list[dict[str, Any]]:
     """Every run with its kind, its shard (`kbm run --shard`; None), GPU, dates, what it wrote, its
     wall time and its cells per second."""
@@ -63,8 +75,8 @@ def wall_seconds(run: dict[str, Any]) -> float | None:
 
 
 def time_split(store: Any, run_id: int) -> dict[str, Any]:
-    """Where one evaluation's worker time went, as the run measured it (`runs.stats`), with its spares
-    and the workers it replaced with no crashed cell to say why."""
+    """Where one evaluation's worker time went, as the run measured it (`runs.stats`), by part and by
+    problem (`problem_split`), with its spares and the workers it replaced with no crashed cell to say why."""
     run = store.run(run_id)
     stats = json.loads(run["stats"]) if run.get("stats") else {}
     seconds = stats.get("seconds") or {}
@@ -73,4 +85,5 @@ def time_split(store: Any, run_id: int) -> dict[str, Any]:
     return {"run": run_id, "kind": run["kind"], "wall_s": wall_seconds(run),
             "workers": json.loads(run["environment"] or "{}").get("workers"),
             "worker_s": seconds.get("wall"), "parts": parts, "restarts": stats.get("restarts"),
-            "spares": stats.get("spares"), "replaced": stats.get("replaced") or []}
+            "spares": stats.get("spares"), "replaced": stats.get("replaced") or [],
+            "problems": problem_split(stats.get("problems") or {})}

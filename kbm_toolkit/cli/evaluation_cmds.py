@@ -220,7 +220,8 @@ def runs_cmd(obj: Context, run_id: int | None, as_json: bool) -> None:
     """List the store's runs: kind, GPU, date, cells and input checks written, wall time, cells per second.
 
     With --run N, where that evaluation's worker time went (launches, comparing, waiting for a
-    spare worker, building inputs, references...), as the run measured it.
+    spare worker, building inputs, references...), as the run measured it, and which problems spent
+    the most time outside launches, on what.
 
     Example: kbm runs    or    kbm --store @kernelbench runs --run 43
     """

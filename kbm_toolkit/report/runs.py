@@ -38,6 +38,7 @@ def print_split(split: dict[str, Any]) -> None:
     for p in split["parts"]:
         table.add_row(p["part"], f"{p['seconds']:,.1f}", "-" if p["share"] is None else f"{p['share']:.1%}", p["what"])
     console.print(table)
+    print_problems(console, split.get("problems") or [])
     spares = split.get("spares") or {}
     if spares.get("starts"):
         lent = f" ({spares['borrowed']} lent by another worker on the GPU)" if spares.get("borrowed") else ""
@@ -45,6 +46,25 @@ def print_split(split: dict[str, Any]) -> None:
                       f"spawn to warm {spares.get('warm_s_median')} s median, {spares.get('warm_s_max')} s at most.")
     for line in replaced_lines(split.get("replaced") or []):
         console.print(line)
+
+
+PROBLEMS_SHOWN = 10
+"""Problems `kbm runs --run N` lists by time outside launches (`--json` has every one)."""
+
+
+def print_problems(console: Any, problems: list[dict[str, Any]]) -> None:
+    """The problems whose workers spent the most time outside launches, and on what."""
+    if not problems:
+        return
+    shown = problems[:PROBLEMS_SHOWN]
+    table = Table(title=f"Problems by time outside launches ({len(shown)} of {len(problems)})", title_justify="left")
+    for col in ("problem", "launches s", "outside s", "most of it", "crashes"):
+        table.add_column(col, justify="left" if col in ("problem", "most of it") else "right")
+    for p in shown:
+        most = f"{p['largest']} {p['largest_s']:,.1f} s" if p["largest"] else "-"
+        table.add_row(p["problem"], f"{p['launches']:,.1f}", f"{p['outside']:,.1f}", most,
+                      "-" if p["crashes"] is None else str(p["crashes"]))
+    console.print(table)
 
 
 def replaced_lines(replaced: list[dict[str, str]], shown: int | None = None) -> list[str]:
