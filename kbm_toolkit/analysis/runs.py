@@ -44,7 +44,8 @@ def problem_split(problems: dict[str, dict[str, float]]) -> list[dict[str, Any]]
     crashed or hung cells (stored since 2026-12-05; None before): most time outside launches first."""
     rows = []
     for key, parts in problems.items():
-        # a problem's parts are TIME_SPLIT's (a run's unmeasured `other` has no problem); its sizes and counts are not time
+        # a problem's parts are TIME_SPLIT's (the run's unmeasured `other` has no problem);
+        # its sizes and counts are not time
         outside = {k: v for k, v in parts.items() if k in TIME_SPLIT and k != "launches"}
         largest = max(outside.items(), key=lambda kv: kv[1], default=(None, 0.0))
         rows.append({"problem": key, "launches": parts.get("launches", 0.0), "outside": sum(outside.values()),
