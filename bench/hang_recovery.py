@@ -21,7 +21,12 @@ error (launch until the exception, as a worker times a crashed launch) while N o
 hold idle CUDA contexts (a worker's warm spares) and while the crashing process holds G GB of
 device memory (a worker's inputs, references and cache): one crash per (N, G), each in a fresh
 process. The last line is the slowest cell's latency over the (0 idle, 0 GB) cell's, both in this
-call: whether what a run keeps alive makes each crash dearer.
+call: whether what a run keeps alive makes each crash dearer. With --busy 0,1 each cell also runs
+with that many neighbours launching kernels of each --busy-ms back to back (a second worker on the GPU),
+and each row gives the neighbours' longest launch around the crash: what a crash costs the worker
+beside it.
+
+    python bench/hang_recovery.py --idle 0 --hold-gb 0 --busy 0,1 --busy-ms 5,50
 """
 
 from __future__ import annotations
@@ -43,6 +48,42 @@ KERNELS = {
     "crash": 'extern "C" __global__ void k(float* p) { p[threadIdx.x + (1LL << 40)] = 1.0f; }',
     "kill": 'extern "C" __global__ void k(float* p) { while (clock64() >= 0) {} p[0] = 1.0f; }',
 }
+
+BUSY = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
+from kbm_toolkit.cuda.nvrtc import compile_source
+from kbm_toolkit.cuda.kernels import device_arch
+import numpy as np
+dev = Device(0); dev.set_current()
+buf = torch.zeros(1024, device="cuda")
+src = r'''extern "C" __global__ void k(float* p, long long n) {
+    unsigned long long t, now;  // the global timer, in ns: SM clocks change with load, it does not
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while ((long long)(now - t) < n);
+    if (threadIdx.x == 0 && blockIdx.x == 0) p[0] += 1.0f;
+}'''
+fn = ObjectCode.from_cubin(compile_source(src, device_arch()).cubin).get_kernel("k")
+stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+blocks, ms, seconds = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+ns = int(ms * 1e6)
+launch(stream, LaunchConfig(grid=blocks, block=256), fn, np.intp(buf.data_ptr()), np.int64(1000))
+torch.cuda.synchronize()
+print("ready", flush=True)
+sys.stdin.readline()  # go
+laps, end = [], time.perf_counter() + seconds
+while time.perf_counter() < end:
+    t = time.perf_counter()
+    launch(stream, LaunchConfig(grid=blocks, block=256), fn, np.intp(buf.data_ptr()), np.int64(ns))
+    torch.cuda.synchronize()
+    laps.append((time.perf_counter() - t) * 1000)
+laps.sort()
+print(f"laps {len(laps)} {laps[len(laps) // 2]:.3f} {laps[-1]:.3f}", flush=True)
+"""
+"""A neighbour that launches a spinning kernel of argv[3] ms back to back for argv[4] s after `go`,
+then reports its launches: count, median and longest in ms."""
 
 CHILD = r"""
 import sys, time
@@ -139,41 +180,94 @@ def scenario(name: str, after: float, sms: int) -> dict:
     return result
 
 
-def crash_latency(idle: int, hold_gb: float, sms: int) -> dict:
+class Busy:
+    """A neighbour process launching a spinning kernel back to back (`BUSY`)."""
+
+    def __init__(self, blocks: int, ms: float, seconds: float) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", BUSY, str(ROOT), str(blocks), str(ms), str(seconds)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+
+    def ready(self) -> None:
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"busy neighbour failed to start: {line!r}")
+
+    def go(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def laps(self) -> tuple[int, float, float]:
+        """(launches, median ms, longest ms), once its time is up."""
+        line = self.proc.stdout.readline().split()
+        self.proc.wait()
+        if line[:1] != ["laps"]:
+            raise RuntimeError(f"busy neighbour did not report: {line!r}")
+        return int(line[1]), float(line[2]), float(line[3])
+
+
+BUSY_S = 2.0
+"""How long a busy neighbour launches; the crash comes BUSY_LEAD_S into it."""
+BUSY_LEAD_S = 0.5
+
+
+def crash_latency(idle: int, hold_gb: float, sms: int, busy: int = 0, busy_ms: float = 5.0) -> dict:
     """Launch-to-error milliseconds of an out-of-bounds store, with `idle` other processes holding
-    warm contexts and `hold_gb` GB allocated in the crashing one."""
+    warm contexts, `busy` others launching `busy_ms` kernels back to back, and `hold_gb` GB
+    allocated in the crashing one."""
     others = [Child(KERNELS["tiny"]) for _ in range(idle)]
     for o in others:
         o.ready()
+    neighbours = [Busy(sms * 8, busy_ms, BUSY_S) for _ in range(busy)]
+    for n in neighbours:
+        n.ready()
     bad = Child(KERNELS["crash"], blocks=sms * 8, hold_gb=hold_gb)
     bad.ready()
+    for n in neighbours:
+        n.go()
+    if neighbours:
+        time.sleep(BUSY_LEAD_S)
     bad.go()
     assert bad.line() == "launched"
     report = bad.line()
     bad.proc.wait()
+    laps = [n.laps() for n in neighbours]
     for o in others:
         o.proc.kill()
         o.proc.wait()
     if not report.startswith("error "):
         raise RuntimeError(f"the out-of-bounds store did not fail: {report!r}")
-    return {"idle": idle, "hold_gb": hold_gb, "error_ms": float(report.split()[1]), "report": report}
+    row = {"idle": idle, "hold_gb": hold_gb, "busy": busy, "busy_ms": busy_ms,
+           "error_ms": float(report.split()[1]), "report": report}
+    if laps:
+        row["neighbour_launches"] = sum(n for n, _, _ in laps)
+        row["neighbour_median_ms"] = max(m for _, m, _ in laps)
+        row["neighbour_longest_ms"] = max(longest for _, _, longest in laps)
+    return row
 
 
-def grid(idles: list[int], holds: list[float], sms: int, out: Path | None) -> None:
+def grid(idles: list[int], holds: list[float], sms: int, out: Path | None,
+         busies: tuple[int, ...] = (0,), busy_ms: tuple[float, ...] = (5.0,)) -> None:
     """The crash-latency grid, one fresh crash per cell; the last line its slowest cell over the first."""
     rows = []
-    for idle in idles:
-        for hold in holds:
-            rows.append(crash_latency(idle, hold, sms))
-            print(json.dumps(rows[-1]), flush=True)
+    for busy in busies:
+        for ms in busy_ms if busy else busy_ms[:1]:  # the kernel length of no neighbour is no dimension
+            for idle in idles:
+                for hold in holds:
+                    rows.append(crash_latency(idle, hold, sms, busy, ms))
+                    print(json.dumps(rows[-1]), flush=True)
     if out:
         out.write_text(json.dumps(rows, indent=1))
-    print(f"{'idle contexts':>13} {'held GB':>8} {'error after':>12}")
+    print(f"{'busy':>4} {'its ms':>7} {'idle contexts':>13} {'held GB':>8} {'error after':>12} {'neighbour median':>17} "
+          f"{'neighbour longest':>18}")
     for r in rows:
-        print(f"{r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms")
+        near = (f"{r['neighbour_median_ms']:15.1f}ms {r['neighbour_longest_ms']:16.1f}ms"
+                if r["busy"] else f"{'-':>17} {'-':>18}")
+        print(f"{r['busy']:4d} {r['busy_ms'] if r['busy'] else '-':>7} {r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms {near}")
     base, worst = rows[0], max(rows, key=lambda r: r["error_ms"])
-    print(f"ratio, slowest crash ({worst['idle']} idle, {worst['hold_gb']:g} GB) / ({base['idle']} idle, "
-          f"{base['hold_gb']:g} GB): {worst['error_ms']:.1f} / {base['error_ms']:.1f} ms = "
+    print(f"ratio, slowest crash ({worst['busy']} busy, {worst['idle']} idle, {worst['hold_gb']:g} GB) / "
+          f"({base['busy']} busy, {base['idle']} idle, {base['hold_gb']:g} GB): "
+          f"{worst['error_ms']:.1f} / {base['error_ms']:.1f} ms = "
           f"{worst['error_ms'] / base['error_ms']:.2f}x")
 
 
@@ -184,6 +278,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--idle", help="the crash-latency grid: idle contexts alive beside the crash, e.g. 0,6")
     ap.add_argument("--hold-gb", default="0", help="with --idle: GB held by the crashing process, e.g. 0,20")
+    ap.add_argument("--busy", default="0", help="with --idle: neighbours launching kernels back to back, e.g. 0,1")
+    ap.add_argument("--busy-ms", default="5", help="with --busy: each neighbour kernel's length in ms, e.g. 5,50 [5]")
     args = ap.parse_args()
     import torch
 
@@ -191,7 +287,8 @@ def main() -> None:
         raise SystemExit("bench/hang_recovery.py needs a CUDA GPU: it crashes and hangs real kernels")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if args.idle is not None:
-        grid([int(v) for v in args.idle.split(",")], [float(v) for v in args.hold_gb.split(",")], sms, args.json)
+        grid([int(v) for v in args.idle.split(",")], [float(v) for v in args.hold_gb.split(",")], sms, args.json,
+             tuple(int(v) for v in args.busy.split(",")), tuple(float(v) for v in args.busy_ms.split(",")))
         return
     rows = []
     for name in args.scenarios.split(","):
