@@ -278,12 +278,13 @@ PY
         eval-bench)  # issue 27's bench: the evaluator of .kbm/baseline (`git archive 38527c9`, carried) against
                      # this checkout's, on bench/eval_throughput.py's slice at SAMPLE (default 0.3) of its mutants,
                      # WORKERS per GPU (default 1), REPEAT (baseline, new) pairs (2: each evaluator against itself too),
-                     # NEW_ARGS more options for this checkout's `kbm run` only (e.g. "--spares 2"). At SAMPLE=1.0
+                     # NEW_ARGS more options for this checkout's `kbm run` only (e.g. "--spares 2"), BASELINE=none
+                     # to run this checkout's alone (e.g. WORKERS=1: compare without another worker's slices). At SAMPLE=1.0
                      # on a fresh machine give it BUDGET_S >= 420: old's compile-cache fill takes ~62 s, old ~130 s,
                      # new ~90 s, and the bench starts no run it cannot finish (at 320 the new run was skipped)
             xz -dc kbm_toolkit/data/kernelbench.db.xz > /tmp/kb-bench.db
             stop_at "$(( $(left) - 25 ))" python3 bench/eval_throughput.py --store /tmp/kb-bench.db \
-                --baseline .kbm/baseline --kernelbench third_party/KernelBench --sample "${SAMPLE:-0.3}" \
+                $([ "${BASELINE:-}" = none ] || echo --baseline "${BASELINE:-.kbm/baseline}") --kernelbench third_party/KernelBench --sample "${SAMPLE:-0.3}" \
                 ${WORKERS:+--workers "$WORKERS"} ${REPEAT:+--repeat "$REPEAT"} ${NEW_ARGS:+--new-args "$NEW_ARGS"} \
                 --budget "$(( $(left) - 45 ))" --out "$OUT/logs/eval-throughput" > "$OUT/logs/eval-throughput.txt" 2>&1
             echo "eval throughput: exit $?"; tail -n 20 "$OUT/logs/eval-throughput.txt" ;;
