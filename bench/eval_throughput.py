@@ -9,8 +9,11 @@ cells per second, where its workers' time went (the run's stored `runs.stats.sec
 `kbm_toolkit.analysis.runs.TIME_SPLIT`), the share outside launches, and the comparing seconds
 against their floor (bytes compared / the GPU's read bandwidth, measured here), over all cells and
 over the problems whose comparisons read at least 1 GB each (the issue's measure: on small outputs
-a comparison is per-call latency). Its last lines give the goals (new/old cells/s >= 1.5x, new
-compare/floor <= 1.3, new share outside launches <= 15%) and whether the two evaluators' cells
+a comparison is per-call latency), and the same for the overwrite checks (every watched storage
+read once). Its last lines give the goals (new/old cells/s >= 1.5x, new compare/floor <= 1.3, new
+share outside launches <= 15%), that share's floor on this slice (comparing and checking at one
+read of each tensor, each crashed cell at a crash's error latency alone, measured here, nothing
+else), and whether the two evaluators' cells
 agree (outcome, and margin to fp32 rounding), counting apart the differing cells the old
 evaluator measured after a write it restored from copies the write could reach. With `--repeat 2`
 each evaluator's two runs are also compared with each other, and the cells old and new differ in
@@ -49,7 +52,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(HERE))  # compare_cells, the sibling script, whichever way this one is loaded
+sys.path.insert(0, str(HERE))  # compare_cells and hang_recovery, sibling scripts, whichever way this one is loaded
 
 DEFAULT_PROBLEMS = (
     "level1/19_ReLU",                                   # elementwise on 6.4 GB: compare and checks dominate
@@ -298,6 +301,20 @@ def read_bandwidth(gib: int = READ_GIB, tries: int = 5) -> float:
     return size / best
 
 
+CRASH_TRIES = 2
+
+
+def crash_alone(tries: int = CRASH_TRIES) -> float:
+    """Seconds from an out-of-bounds store's launch until its error, alone on the GPU (a fresh
+    process each try, `bench/hang_recovery.py`'s crash), the quickest of `tries`: a crashed cell
+    can cost no less."""
+    import torch
+    from hang_recovery import crash_latency
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    return min(crash_latency(0, 0.0, sms)["error_ms"] for _ in range(tries)) / 1000
+
+
 def baseline_checkout(args: argparse.Namespace) -> Path | None:
     """`--baseline`, or `--baseline-commit` as a worktree (reused when already there); None without either."""
     if args.baseline:
@@ -423,8 +440,11 @@ def run_row(store_path: Path, after: int, evaluator: str, rep: int, process_s: f
         store.close()
 
 
-def with_floors(rows: list[dict[str, Any]], bandwidth: float | None) -> list[dict[str, Any]]:
-    """Each run with its comparing seconds, their floor (bytes compared / `bandwidth`) and the ratio."""
+def with_floors(rows: list[dict[str, Any]], bandwidth: float | None,
+                crash_alone_s: float | None = None) -> list[dict[str, Any]]:
+    """Each run with its comparing and checking seconds, their floors (bytes read / `bandwidth`) and
+    the ratios; and, given a crash's error latency alone on this GPU (`crash_alone_s`), the share
+    outside launches the run would have at its floor (`outside_floor`)."""
     # the baseline stores no bytes: it borrows the new run's of its repetition (same cells, same outputs)
     new_bytes = {r["rep"]: r["compared_bytes"] for r in rows if r["evaluator"] == "new" and r.get("compared_bytes")}
     out = []
@@ -460,8 +480,39 @@ def with_floors(rows: list[dict[str, Any]], bandwidth: float | None) -> list[dic
                 r["compare_gpu_s"] = round(gpu, 3)
                 r["gpu_compare_over_floor"] = round(gpu / r["floor_s"], 2)
         r.update(large_comparisons(r.get("problems"), bandwidth))
+        r.update(check_floor(r, bandwidth))
+        r.update(outside_floor(r, crash_alone_s))
         out.append(r)
     return out
+
+
+def check_floor(row: dict[str, Any], bandwidth: float | None) -> dict[str, Any]:
+    """The overwrite checks' seconds against their floor: every watched storage read once per cell
+    (`checked_bytes`, stored per problem by an evaluator since 2026-12-06) at `bandwidth`."""
+    problems = (row.get("problems") or {}).values()
+    checked = sum(p.get("checked_bytes", 0) for p in problems)
+    if not bandwidth or not checked:
+        return {}
+    floor = checked / bandwidth
+    found = {"checked_bytes": checked, "check_floor_s": round(floor, 3),
+             "check_over_floor": round((row.get("seconds") or {}).get("checking", 0.0) / floor, 2)}
+    gpu = sum(p.get("check_gpu_s", 0.0) for p in problems)
+    if gpu:
+        found["gpu_check_over_floor"] = round(gpu / floor, 2)
+    return found
+
+
+def outside_floor(row: dict[str, Any], crash_alone_s: float | None) -> dict[str, Any]:
+    """The share outside launches with every part at its floor: comparing and checking at one read
+    of each tensor, each crashed cell at a crash's error latency alone, nothing else (no spares,
+    planning, building); its launches as the run measured them. What no evaluator could go below
+    on this slice, on this GPU."""
+    seconds = row.get("seconds") or {}
+    if crash_alone_s is None or row.get("crashed_cells") is None or "floor_s" not in row \
+            or "check_floor_s" not in row or row.get("bytes_borrowed"):
+        return {}
+    unavoidable = row["floor_s"] + row["check_floor_s"] + row["crashed_cells"] * crash_alone_s
+    return {"outside_floor": round(unavoidable / (seconds.get("launches", 0.0) + unavoidable), 4)}
 
 
 CRASH_PATH = ("crashed", "spares", "building ahead", "handover", "rebuilding")
@@ -543,6 +594,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         ("  comparisons >= 1 GB", [fmt(r.get("large_compare_over_floor"), ".2f") for r in rows]),
         ("its kernels' GPU time / floor", [fmt(r.get("gpu_compare_over_floor"), ".2f") for r in rows]),
         ("  comparisons >= 1 GB", [fmt(r.get("large_gpu_compare_over_floor"), ".2f") for r in rows]),
+        ("GB checked", [fmt(r["checked_bytes"] / 1e9 if r.get("checked_bytes") else None, ".1f") for r in rows]),
+        ("check / floor", [fmt(r.get("check_over_floor"), ".2f") for r in rows]),
+        ("check kernels' GPU time / floor", [fmt(r.get("gpu_check_over_floor"), ".2f") for r in rows]),
+        ("not launches, every part at its floor", [fmt(r.get("outside_floor"), ".1%") for r in rows]),
     ]
     heads = [f"{r['evaluator']} #{r['rep'] + 1}" + (" stopped" if r.get("stopped") else "") for r in rows]
     width = max(len(name) for name, _ in lines)
@@ -584,9 +639,10 @@ def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
 
 
 def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]], bandwidth: float | None,
-                  selves: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """The last lines: the bandwidth, the goals (medians over repetitions), the cell comparison and,
-    with each evaluator run twice (`selves`), which of the differing cells differ run to run."""
+                  selves: dict[str, dict[str, Any]] | None = None, crash_alone_s: float | None = None) -> list[str]:
+    """The last lines: the bandwidth, the goals (medians over repetitions), the floor of the share
+    outside launches, the cell comparison and, with each evaluator run twice (`selves`), which of
+    the differing cells differ run to run."""
     def median(evaluator: str, key: str) -> float | None:
         values = [r[key] for r in rows if r["evaluator"] == evaluator and r.get(key) is not None]
         return statistics.median(values) if values else None
@@ -615,6 +671,12 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
     lines.append(f"new share outside launches: {outside:.1%} (goal <= 15%){split}; {aside:.1%} with crashed "
                  "launches counted as launches" if outside is not None and aside is not None
                  else "new share outside launches: -")
+    least = median("new", "outside_floor")
+    if least is not None and crash_alone_s is not None:
+        crashes = median("new", "crashed_cells")
+        lines.append(f"new share outside launches at its floor: {least:.1%} (comparing and checking at one read "
+                     f"of each tensor, {crashes:g} crashed cells at {crash_alone_s * 1000:.0f} ms each, a crash's "
+                     "error latency alone on this GPU, and nothing else)")
     lines += [cells_line(c, i) for i, c in enumerate(comparisons)]
     if comparisons and "old_suspects" in comparisons[0]:
         lines.append(suspects_line(comparisons[0]))
@@ -740,6 +802,8 @@ def main(argv: list[str] | None = None) -> None:
                               "checkouts": {k: str(v) for k, v in checkouts.items()}, "work": str(work)})
     bandwidth = read_bandwidth()
     print(f"read bandwidth: {bandwidth / 1e9:.0f} GB/s", flush=True)
+    crash_alone_s = crash_alone()
+    print(f"a crash's error latency alone: {crash_alone_s * 1000:.0f} ms", flush=True)
     if not args.no_warm:
         for name, checkout in checkouts.items():
             took = warm_cache(checkout, bases[name], keys, args.sample, kernelbench, arch,
@@ -782,12 +846,12 @@ def main(argv: list[str] | None = None) -> None:
     selves = self_comparisons(runs, keys)
     if selves:
         _dump(out / "self-compare.json", selves)
-    rows = with_floors(rows, bandwidth)
-    _dump(out / "runs.json", {"bandwidth": bandwidth, "runs": rows})
+    rows = with_floors(rows, bandwidth, crash_alone_s)
+    _dump(out / "runs.json", {"bandwidth": bandwidth, "crash_alone_s": crash_alone_s, "runs": rows})
     per_problem = "\n\n".join(problem_table(r, bandwidth) for r in rows if r["evaluator"] == "new" and "error" not in r)
     (out / "problems.txt").write_text(per_problem + "\n")
     print(per_problem, flush=True)  # before the table, so that the table's verdict lines come last
-    text = table(rows) + "\n" + "\n".join(verdict_lines(rows, comparisons, bandwidth, selves))
+    text = table(rows) + "\n" + "\n".join(verdict_lines(rows, comparisons, bandwidth, selves, crash_alone_s))
     (out / "table.txt").write_text(text + "\n")
     print(text)
     print(f"everything is in {out}" + (f"; the baseline worktree stays at {old} (git worktree remove {old})"

@@ -93,4 +93,5 @@ def cell_task(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 settled.cell(m["id"], spec.id, "pass", margin)
             yield {"kind": "cell", "mutant": m["id"], "input": spec.id, "outcome": "pass",
                    "margin": margin, "max_abs": margin, "ms": 1.0,
-                   "load_ms": 0.5, "compare_ms": 0.25, "check_ms": 0.125, "compared_bytes": 64, "compare_gpu_ms": 0.2, "margins": dict.fromkeys(keys, margin)}
+                   "load_ms": 0.5, "compare_ms": 0.25, "check_ms": 0.125, "compared_bytes": 64, "compare_gpu_ms": 0.2,
+                   "checked_bytes": 96, "check_gpu_ms": 0.1, "margins": dict.fromkeys(keys, margin)}

@@ -162,6 +162,7 @@ def test_a_cell_is_compared_and_checked_in_one_step_and_a_writer_has_its_input_b
     assert _cells_task(kernel)._launch({"id": "m"}, _built(), cell) is (After.BUILD_AGAIN if writes else After.GO_ON)
     assert cell["outcome"] == "pass" and cell["margin"] == pytest.approx(1e-3, rel=1e-3)
     assert cell["compare_ms"] >= 0 and cell["check_ms"] >= 0 and "crash_ms" not in cell
+    assert cell["checked_bytes"] == 2 * 8 * 4  # the input and the reference, 8 floats each, once
     assert (cell.get("note") == OVERWRITE_NOTE) is writes
 
 

@@ -200,6 +200,7 @@ def test_the_whole_bench_with_its_runs_faked(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(bench, "_cuda_or_exit", lambda: "sm_90")
     monkeypatch.setattr(bench, "read_bandwidth", lambda: 1e12)
+    monkeypatch.setattr(bench, "crash_alone", lambda: 0.15)
     monkeypatch.setattr(bench, "check_import", lambda checkout: None)
     monkeypatch.setattr(bench, "slice_plan", lambda *a: [{"problem": "lv/1_A", "mutants": 2, "inputs": 1, "cells": 4}])
     monkeypatch.setattr(bench, "run_evaluator", fake_run)
@@ -213,6 +214,7 @@ def test_the_whole_bench_with_its_runs_faked(tmp_path, monkeypatch, capsys):
     assert printed.count("1 differ (0 in outcome)") == 2 and "x-lv/1_A x of lv/1_A" in printed
     saved = json.loads((out / "runs.json").read_text())
     assert [r["evaluator"] for r in saved["runs"]] == ["old", "new", "old", "new"]
+    assert saved["crash_alone_s"] == 0.15 and "a crash's error latency alone: 150 ms" in printed
     assert saved["runs"][0]["bytes_borrowed"] and saved["runs"][0]["compared_bytes"] == 2e12
     assert len(json.loads((out / "compare.json").read_text())) == 2
     # each evaluator gives the same cells run to run: the one that differs is a disagreement of the two
@@ -336,3 +338,25 @@ def test_the_comparison_kernels_own_gpu_time_is_set_against_the_floor_beside_the
     assert (row["compare_gpu_s"], row["gpu_compare_over_floor"], row["large_gpu_compare_over_floor"]) == (0.38, 0.95, 1.1)
     assert "new comparison kernels' GPU time / floor: 0.95" in "\n".join(bench.verdict_lines([row], [], 4e12))
     assert "its kernels' GPU time / floor" in bench.table([row])
+
+
+def test_checking_is_set_against_one_read_of_each_storage_and_the_share_outside_launches_against_its_floor():
+    seconds = {"wall": 100.0, "launches": 60.0, "crashed": 10.0, "comparing": 4.0, "checking": 6.0, "spares": 20.0}
+    problems = {"level1/19_ReLU": {"compared_bytes": 8e12, "checked_bytes": 8e12, "check_gpu_s": 2.4},
+                "level1/40_LayerNorm": {"checked_bytes": 4e12}}
+    new = {"evaluator": "new", "rep": 0, "cells": 300, "cells_per_s": 30.0, "seconds": seconds,
+           "compared_bytes": 8e12, "outcomes": {"pass": 280, "crash": 20}, "problems": problems}
+    (row,) = bench.with_floors([new], 4e12, crash_alone_s=0.15)
+    assert (row["checked_bytes"], row["check_floor_s"], row["check_over_floor"]) == (12e12, 3.0, 2.0)
+    assert row["gpu_check_over_floor"] == 0.8
+    # at its floor: compare 2 s, check 3 s, 20 crashes at 0.15 s = 8 s beside 60 s of launches
+    assert row["outside_floor"] == round(8 / 68, 4)
+    lines = bench.verdict_lines([row], [], 4e12, crash_alone_s=0.15)
+    assert "new share outside launches at its floor: 11.8% (comparing and checking at one read of each tensor, " \
+           "20 crashed cells at 150 ms each" in "\n".join(lines)
+    table = bench.table([row])
+    assert "not launches, every part at its floor" in table and "11.8%" in table
+    # without a crash's latency measured, or with no bytes checked stored, there is no floor to give
+    assert "outside_floor" not in bench.with_floors([new], 4e12)[0]
+    assert "outside_floor" not in bench.with_floors([{**new, "problems": {}}], 4e12, 0.15)[0]
+    assert not any("at its floor" in line for line in bench.verdict_lines(bench.with_floors([new], 4e12), [], 4e12))

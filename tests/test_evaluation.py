@@ -439,6 +439,8 @@ def test_a_run_stores_its_split_per_problem(tmp_path: Path, monkeypatch: pytest.
         assert parts["launches"] == pytest.approx(launched / 1000, abs=0.002)
         assert parts["compared_bytes"] == 64 * launched and parts["compares"] == launched
         assert parts["compare_gpu_s"] == pytest.approx(0.2 * launched / 1000, abs=0.002)
+        assert parts["checked_bytes"] == 96 * launched
+        assert parts["check_gpu_s"] == pytest.approx(0.1 * launched / 1000, abs=0.002)
     assert split["demo/3_LayerNorm"]["crashed"] >= 1.5 and "crashed" not in split["demo/1_LeakyReLU"]
     # the hang is one crashed cell; killed, it timed nothing itself, so there is no slowest error
     assert split["demo/3_LayerNorm"]["crashes"] == 1 and "crash_s_max" not in split["demo/3_LayerNorm"]

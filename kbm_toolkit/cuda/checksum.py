@@ -104,6 +104,11 @@ class Watch:
         self._device = self.tensors[0].device if self.tensors else torch.device("cpu")
         self.sums = self.take()
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes one check reads: every watched storage once."""
+        return sum(n for _, n in self.spans)
+
     def take(self) -> list[int]:
         """The storages' checksums now (one launch per 65,535 storages, one synchronisation)."""
         import torch

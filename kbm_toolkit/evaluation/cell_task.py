@@ -691,7 +691,7 @@ class _CellTask:
             cmp, margins, overwritten = self._judge(out, built, cell, timed)
             judged = True
             cell.update(outcome=cmp.outcome.value, margin=cmp.margin, max_abs=cmp.max_abs,
-                        compared_bytes=_compared_bytes(out, built))
+                        compared_bytes=_compared_bytes(out, built), checked_bytes=built.watch.nbytes)
             if margins:
                 cell["margins"] = margins
             del out
@@ -736,7 +736,8 @@ class _CellTask:
         kernels queued behind the launch (`timed`) and read back once (`cuda.readback`): one wait
         for the GPU. `cell` gets `ms`, `compare_ms` and `check_ms`: each part's own queueing, and
         the one wait split between them by their kernels' GPU time; and `compare_gpu_ms`, that
-        GPU time of the comparisons alone (what the eval bench sets against the floor too)."""
+        GPU time of the comparisons alone, and `check_gpu_ms`, the checksums' (what the eval bench
+        sets against their floors too)."""
         from kbm_toolkit.cuda.readback import Readback
 
         readback = Readback()
@@ -755,7 +756,7 @@ class _CellTask:
         cell["ms"] = (timed.host_s + wait * shares[0]) * 1000
         cell["compare_ms"] = (queued - began + wait * shares[1]) * 1000
         cell["check_ms"] = (checked - queued + wait * shares[2]) * 1000
-        cell["compare_gpu_ms"] = gpu[1]
+        cell["compare_gpu_ms"], cell["check_gpu_ms"] = gpu[1], gpu[2]
         return cmp, margins, overwritten
 
     def _kernel(self, m: dict[str, Any]) -> Any:

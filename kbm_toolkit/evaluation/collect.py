@@ -78,8 +78,10 @@ class Collector(Committer):
         """Worker-seconds by `TIME_SPLIT` part, from the records' own times."""
         self.problems: dict[str, dict[str, float]] = {}
         """The same per problem, with `compared_bytes`, `compares` (cells compared), `compare_gpu_s`
-        (the comparison kernels' own GPU time, inside `comparing`), `crashes` (crashed or hung cells)
-        and `crash_s_max` (the slowest launch-to-error): which problems a part's time comes from."""
+        (the comparison kernels' own GPU time, inside `comparing`), `checked_bytes` and
+        `check_gpu_s` (the same of the overwrite checks, inside `checking`), `crashes` (crashed or
+        hung cells) and `crash_s_max` (the slowest launch-to-error): which problems a part's time
+        comes from."""
         self.handlers: dict[str, Callable[[str, dict[str, Any]], None]] = {
             RecordKind.TIME: self._time, RecordKind.CELL: self._cell, RecordKind.INPUT: self._input,
             RecordKind.MARGINS: self._margins, RecordKind.QUARANTINE: self._quarantine,
@@ -117,8 +119,11 @@ class Collector(Committer):
         mine = self.problems.setdefault(key, {})
         mine["compared_bytes"] = mine.get("compared_bytes", 0) + compared
         mine["compares"] = mine.get("compares", 0) + bool(compared)  # bytes per comparison: its size
-        if rec.get("compare_gpu_ms"):
-            mine["compare_gpu_s"] = mine.get("compare_gpu_s", 0.0) + rec["compare_gpu_ms"] / 1000
+        for ms, s in (("compare_gpu_ms", "compare_gpu_s"), ("check_gpu_ms", "check_gpu_s")):
+            if rec.get(ms):
+                mine[s] = mine.get(s, 0.0) + rec[ms] / 1000
+        if rec.get("checked_bytes"):
+            mine["checked_bytes"] = mine.get("checked_bytes", 0) + rec["checked_bytes"]
         if rec.get("outcome") in STOPPING_OUTCOMES:  # `crashed` over these: a crash's cost
             mine["crashes"] = mine.get("crashes", 0) + 1
             if rec.get("crash_ms"):  # the slowest error: one slow fault or many quick ones
