@@ -24,9 +24,11 @@ process. The last line is the slowest cell's latency over the (0 idle, 0 GB) cel
 call: whether what a run keeps alive makes each crash dearer. With --busy 0,1 each cell also runs
 with that many neighbours launching kernels of each --busy-ms back to back (a second worker on the GPU),
 and each row gives the neighbours' longest launch around the crash: what a crash costs the worker
-beside it.
+beside it. With --crash crash,crash-wide,crash-spread the crashing launch varies (`CRASHES`): the
+same faulting page from 64 times the blocks, or a page per thread.
 
     python bench/hang_recovery.py --idle 0 --hold-gb 0 --busy 0,1 --busy-ms 5,50
+    python bench/hang_recovery.py --idle 0 --hold-gb 0 --crash crash,crash-wide,crash-spread
 """
 
 from __future__ import annotations
@@ -47,7 +49,15 @@ KERNELS = {
     "tiny": 'extern "C" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }',
     "crash": 'extern "C" __global__ void k(float* p) { p[threadIdx.x + (1LL << 40)] = 1.0f; }',
     "kill": 'extern "C" __global__ void k(float* p) { while (clock64() >= 0) {} p[0] = 1.0f; }',
+    # every thread stores into a page of its own, far out of bounds: as many faulting pages as threads
+    "crash-spread": 'extern "C" __global__ void k(float* p) '
+                    '{ p[((long long)(blockIdx.x * blockDim.x + threadIdx.x) << 10) + (1LL << 40)] = 1.0f; }',
 }
+
+CRASHES = {"crash": ("crash", 8), "crash-wide": ("crash", 512), "crash-spread": ("crash-spread", 8)}
+"""The grid's crashing launches: (kernel, blocks per SM). `crash` is one page stored into by 8 blocks
+an SM; `crash-wide` the same from 64 times the blocks; `crash-spread` a page per thread. Whether a
+crash's latency is a fixed cost or grows with the faults a kernel makes before it stops."""
 
 BUSY = r"""
 import sys, time
@@ -211,17 +221,19 @@ BUSY_S = 2.0
 BUSY_LEAD_S = 0.5
 
 
-def crash_latency(idle: int, hold_gb: float, sms: int, busy: int = 0, busy_ms: float = 5.0) -> dict:
-    """Launch-to-error milliseconds of an out-of-bounds store, with `idle` other processes holding
-    warm contexts, `busy` others launching `busy_ms` kernels back to back, and `hold_gb` GB
-    allocated in the crashing one."""
+def crash_latency(idle: int, hold_gb: float, sms: int, busy: int = 0, busy_ms: float = 5.0,
+                  crash: str = "crash") -> dict:
+    """Launch-to-error milliseconds of an out-of-bounds store (`crash`, one of `CRASHES`), with
+    `idle` other processes holding warm contexts, `busy` others launching `busy_ms` kernels back
+    to back, and `hold_gb` GB allocated in the crashing one."""
     others = [Child(KERNELS["tiny"]) for _ in range(idle)]
     for o in others:
         o.ready()
     neighbours = [Busy(sms * 8, busy_ms, BUSY_S) for _ in range(busy)]
     for n in neighbours:
         n.ready()
-    bad = Child(KERNELS["crash"], blocks=sms * 8, hold_gb=hold_gb)
+    kernel, per_sm = CRASHES[crash]
+    bad = Child(KERNELS[kernel], blocks=sms * per_sm, hold_gb=hold_gb)
     bad.ready()
     for n in neighbours:
         n.go()
@@ -237,7 +249,7 @@ def crash_latency(idle: int, hold_gb: float, sms: int, busy: int = 0, busy_ms: f
         o.proc.wait()
     if not report.startswith("error "):
         raise RuntimeError(f"the out-of-bounds store did not fail: {report!r}")
-    row = {"idle": idle, "hold_gb": hold_gb, "busy": busy, "busy_ms": busy_ms,
+    row = {"crash": crash, "idle": idle, "hold_gb": hold_gb, "busy": busy, "busy_ms": busy_ms,
            "error_ms": float(report.split()[1]), "report": report}
     if laps:
         row["neighbour_launches"] = sum(n for n, _, _ in laps)
@@ -247,26 +259,29 @@ def crash_latency(idle: int, hold_gb: float, sms: int, busy: int = 0, busy_ms: f
 
 
 def grid(idles: list[int], holds: list[float], sms: int, out: Path | None,
-         busies: tuple[int, ...] = (0,), busy_ms: tuple[float, ...] = (5.0,)) -> None:
+         busies: tuple[int, ...] = (0,), busy_ms: tuple[float, ...] = (5.0,),
+         crashes: tuple[str, ...] = ("crash",)) -> None:
     """The crash-latency grid, one fresh crash per cell; the last line its slowest cell over the first."""
     rows = []
-    for busy in busies:
-        for ms in busy_ms if busy else busy_ms[:1]:  # the kernel length of no neighbour is no dimension
-            for idle in idles:
-                for hold in holds:
-                    rows.append(crash_latency(idle, hold, sms, busy, ms))
-                    print(json.dumps(rows[-1]), flush=True)
+    for crash in crashes:
+        for busy in busies:
+            for ms in busy_ms if busy else busy_ms[:1]:  # the kernel length of no neighbour is no dimension
+                for idle in idles:
+                    for hold in holds:
+                        rows.append(crash_latency(idle, hold, sms, busy, ms, crash))
+                        print(json.dumps(rows[-1]), flush=True)
     if out:
         out.write_text(json.dumps(rows, indent=1))
-    print(f"{'busy':>4} {'its ms':>7} {'idle contexts':>13} {'held GB':>8} {'error after':>12} {'neighbour median':>17} "
+    print(f"{'crash':>12} {'busy':>4} {'its ms':>7} {'idle contexts':>13} {'held GB':>8} {'error after':>12} {'neighbour median':>17} "
           f"{'neighbour longest':>18}")
     for r in rows:
         near = (f"{r['neighbour_median_ms']:15.1f}ms {r['neighbour_longest_ms']:16.1f}ms"
                 if r["busy"] else f"{'-':>17} {'-':>18}")
-        print(f"{r['busy']:4d} {r['busy_ms'] if r['busy'] else '-':>7} {r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms {near}")
+        print(f"{r.get('crash', 'crash'):>12} {r['busy']:4d} {r['busy_ms'] if r['busy'] else '-':>7} {r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms {near}")
     base, worst = rows[0], max(rows, key=lambda r: r["error_ms"])
-    print(f"ratio, slowest crash ({worst['busy']} busy, {worst['idle']} idle, {worst['hold_gb']:g} GB) / "
-          f"({base['busy']} busy, {base['idle']} idle, {base['hold_gb']:g} GB): "
+    print(f"ratio, slowest crash ({worst.get('crash', 'crash')}, {worst['busy']} busy, {worst['idle']} idle, "
+          f"{worst['hold_gb']:g} GB) / ({base.get('crash', 'crash')}, {base['busy']} busy, {base['idle']} idle, "
+          f"{base['hold_gb']:g} GB): "
           f"{worst['error_ms']:.1f} / {base['error_ms']:.1f} ms = "
           f"{worst['error_ms'] / base['error_ms']:.2f}x")
 
@@ -280,6 +295,7 @@ def main() -> None:
     ap.add_argument("--hold-gb", default="0", help="with --idle: GB held by the crashing process, e.g. 0,20")
     ap.add_argument("--busy", default="0", help="with --idle: neighbours launching kernels back to back, e.g. 0,1")
     ap.add_argument("--busy-ms", default="5", help="with --busy: each neighbour kernel's length in ms, e.g. 5,50 [5]")
+    ap.add_argument("--crash", default="crash", help=f"with --idle: the crashing launches, of {','.join(CRASHES)} [crash]")
     args = ap.parse_args()
     import torch
 
@@ -288,7 +304,8 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if args.idle is not None:
         grid([int(v) for v in args.idle.split(",")], [float(v) for v in args.hold_gb.split(",")], sms, args.json,
-             tuple(int(v) for v in args.busy.split(",")), tuple(float(v) for v in args.busy_ms.split(",")))
+             tuple(int(v) for v in args.busy.split(",")), tuple(float(v) for v in args.busy_ms.split(",")),
+             tuple(args.crash.split(",")))
         return
     rows = []
     for name in args.scenarios.split(","):

@@ -147,7 +147,7 @@ for step in "$@"; do
         hang-bench) timeout "$(left)" python3 bench/hang_recovery.py --json "$OUT/logs/hang.json" \
                         > "$OUT/logs/hang.txt" 2>&1; tail -n3 "$OUT/logs/hang.txt" ;;
         crash-grid) timeout "$(left)" python3 bench/hang_recovery.py --idle "${IDLE:-0,2,6}" --hold-gb "${HOLD_GB:-0,20}" \
-                        --busy "${BUSY:-0}" --busy-ms "${BUSY_MS:-5}" --json "$OUT/logs/crash-grid.json" > "$OUT/logs/crash-grid.txt" 2>&1
+                        --busy "${BUSY:-0}" --busy-ms "${BUSY_MS:-5}" --crash "${CRASH:-crash}" --json "$OUT/logs/crash-grid.json" > "$OUT/logs/crash-grid.txt" 2>&1
                     grep -v '^{' "$OUT/logs/crash-grid.txt" | tail -n 20 ;;
         kb-pool)  # the KernelBench pool's kill matrix over a SAMPLE of its mutants, as far as the budget reaches;
                   # resumable. The live store stays on a warm machine between calls; a fresh one starts from the seed.
