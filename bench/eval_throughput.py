@@ -302,6 +302,7 @@ def read_bandwidth(gib: int = READ_GIB, tries: int = 5) -> float:
 
 
 CRASH_TRIES = 2
+"""Fresh crashing processes `crash_alone` times; each costs a process start (~5 s), not only its crash."""
 
 
 def crash_alone(tries: int = CRASH_TRIES) -> float:
@@ -504,9 +505,10 @@ def check_floor(row: dict[str, Any], bandwidth: float | None) -> dict[str, Any]:
 
 def outside_floor(row: dict[str, Any], crash_alone_s: float | None) -> dict[str, Any]:
     """The share outside launches with every part at its floor: comparing and checking at one read
-    of each tensor, each crashed cell at a crash's error latency alone, nothing else (no spares,
-    planning, building); its launches as the run measured them. What no evaluator could go below
-    on this slice, on this GPU."""
+    of each tensor they read (the reference in both), each crashed cell at a crash's error latency
+    alone, nothing else (no spares, planning, building); its launches as the run measured them.
+    What no evaluator that compares and checks apart could go below on this slice, on this GPU
+    (one that hashed the reference while comparing it would save that read)."""
     seconds = row.get("seconds") or {}
     if crash_alone_s is None or row.get("crashed_cells") is None or "floor_s" not in row \
             or "check_floor_s" not in row or row.get("bytes_borrowed"):
@@ -675,7 +677,7 @@ def verdict_lines(rows: list[dict[str, Any]], comparisons: list[dict[str, Any]],
     if least is not None and crash_alone_s is not None:
         crashes = median("new", "crashed_cells")
         lines.append(f"new share outside launches at its floor: {least:.1%} (comparing and checking at one read "
-                     f"of each tensor, {crashes:g} crashed cells at {crash_alone_s * 1000:.0f} ms each, a crash's "
+                     f"of each tensor they read, {crashes:g} crashed cells at {crash_alone_s * 1000:.0f} ms each, a crash's "
                      "error latency alone on this GPU, and nothing else)")
     lines += [cells_line(c, i) for i, c in enumerate(comparisons)]
     if comparisons and "old_suspects" in comparisons[0]:

@@ -352,7 +352,7 @@ def test_checking_is_set_against_one_read_of_each_storage_and_the_share_outside_
     # at its floor: compare 2 s, check 3 s, 20 crashes at 0.15 s = 8 s beside 60 s of launches
     assert row["outside_floor"] == round(8 / 68, 4)
     lines = bench.verdict_lines([row], [], 4e12, crash_alone_s=0.15)
-    assert "new share outside launches at its floor: 11.8% (comparing and checking at one read of each tensor, " \
+    assert "new share outside launches at its floor: 11.8% (comparing and checking at one read of each tensor they read, " \
            "20 crashed cells at 150 ms each" in "\n".join(lines)
     table = bench.table([row])
     assert "not launches, every part at its floor" in table and "11.8%" in table
