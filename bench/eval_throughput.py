@@ -804,8 +804,12 @@ def main(argv: list[str] | None = None) -> None:
                               "checkouts": {k: str(v) for k, v in checkouts.items()}, "work": str(work)})
     bandwidth = read_bandwidth()
     print(f"read bandwidth: {bandwidth / 1e9:.0f} GB/s", flush=True)
-    crash_alone_s = crash_alone()
-    print(f"a crash's error latency alone: {crash_alone_s * 1000:.0f} ms", flush=True)
+    try:
+        crash_alone_s: float | None = crash_alone()
+        print(f"a crash's error latency alone: {crash_alone_s * 1000:.0f} ms", flush=True)
+    except (RuntimeError, OSError, ValueError) as e:  # the floor is one line of the table: the runs go on
+        crash_alone_s = None
+        print(f"a crash's error latency alone: not measured ({e}); the table gives no floor", flush=True)
     if not args.no_warm:
         for name, checkout in checkouts.items():
             took = warm_cache(checkout, bases[name], keys, args.sample, kernelbench, arch,

@@ -360,3 +360,36 @@ def test_checking_is_set_against_one_read_of_each_storage_and_the_share_outside_
     assert "outside_floor" not in bench.with_floors([new], 4e12)[0]
     assert "outside_floor" not in bench.with_floors([{**new, "problems": {}}], 4e12, 0.15)[0]
     assert not any("at its floor" in line for line in bench.verdict_lines(bench.with_floors([new], 4e12), [], 4e12))
+
+
+
+def test_a_crash_that_cannot_be_timed_leaves_the_bench_without_a_floor_not_without_its_runs(
+        tmp_path, monkeypatch, capsys):
+    make_store(tmp_path / "s.db").close()
+    ran = []
+
+    def fake_run(checkout, command, log, timeout):
+        ran.append(checkout)
+        store = Store(command[command.index("--store") + 1])
+        run = store.start_run("evaluate", {"workers": 1})
+        store.record_cells(run, [{"mutant": "x-lv/1_A", "input": "in-lv/1_A", "outcome": "crash"}])
+        store.finish_run(run, {"seconds": SECONDS, "compared_bytes": 2e12})
+        store.close()
+        return 12.0, 0
+
+    def no_crash():
+        raise RuntimeError("the out-of-bounds store did not fail: 'done 0.1'")
+
+    monkeypatch.setattr(bench, "_cuda_or_exit", lambda: "sm_90")
+    monkeypatch.setattr(bench, "read_bandwidth", lambda: 1e12)
+    monkeypatch.setattr(bench, "crash_alone", no_crash)
+    monkeypatch.setattr(bench, "check_import", lambda checkout: None)
+    monkeypatch.setattr(bench, "slice_plan", lambda *a: [{"problem": "lv/1_A", "mutants": 2, "inputs": 1, "cells": 4}])
+    monkeypatch.setattr(bench, "run_evaluator", fake_run)
+    bench.main(["--store", str(tmp_path / "s.db"), "--problems", "lv/1_A", "--no-warm",
+                "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")])
+    printed = capsys.readouterr().out
+    assert len(ran) == 1 and "new #1: 1 cells" in printed  # this checkout's run went ahead
+    assert "a crash's error latency alone: not measured (the out-of-bounds store did not fail" in printed
+    assert "new share outside launches at its floor" not in printed
+    assert json.loads((tmp_path / "out" / "runs.json").read_text())["crash_alone_s"] is None
