@@ -75,6 +75,7 @@ def test_a_runs_split_names_the_problems_with_the_most_time_outside_launches(cap
     assert [(r["problem"], round(r["outside"], 2), r["largest"], r["crashes"]) for r in rows] == [
         ("level2/49_ConvTranspose3d", 25.2, "building ahead", 4), ("level1/19_ReLU", 1.5, "comparing", None),
         ("level1/1_Square", 0.0, None, None)]
+    assert [r["s_per_crash"] for r in rows] == [1.7 / 4, None, None]  # 1.7 s of crashed launches over 4 crashes
     many = {f"demo/{i}": {"launches": 1.0, "tail": float(i)} for i in range(PROBLEMS_SHOWN + 3)}
     print_split({"run": 7, "kind": "evaluate", "wall_s": 10.0, "workers": 2, "worker_s": 20.0, "restarts": 5,
                  "parts": [{"part": "launches", "seconds": 12.0, "share": 0.6, "what": "mutants' launches"}],
@@ -82,6 +83,7 @@ def test_a_runs_split_names_the_problems_with_the_most_time_outside_launches(cap
     out = capsys.readouterr().out
     assert f"Problems by time outside launches ({PROBLEMS_SHOWN} of {PROBLEMS_SHOWN + 3})" in out
     assert "tail 12.0 s" in out and "demo/2 " not in out  # the three with the least time are left out
+    assert "s per crash" in out
 
 
 def test_a_band_narrows_as_problems_are_added() -> None:

@@ -58,12 +58,13 @@ def print_problems(console: Any, problems: list[dict[str, Any]]) -> None:
         return
     shown = problems[:PROBLEMS_SHOWN]
     table = Table(title=f"Problems by time outside launches ({len(shown)} of {len(problems)})", title_justify="left")
-    for col in ("problem", "launches s", "outside s", "most of it", "crashes"):
+    for col in ("problem", "launches s", "outside s", "most of it", "crashes", "s per crash"):
         table.add_column(col, justify="left" if col in ("problem", "most of it") else "right")
     for p in shown:
         most = f"{p['largest']} {p['largest_s']:,.1f} s" if p["largest"] else "-"
         table.add_row(p["problem"], f"{p['launches']:,.1f}", f"{p['outside']:,.1f}", most,
-                      "-" if p["crashes"] is None else str(p["crashes"]))
+                      "-" if p["crashes"] is None else str(p["crashes"]),
+                      "-" if p["s_per_crash"] is None else f"{p['s_per_crash']:.2f}")
     console.print(table)
 
 
