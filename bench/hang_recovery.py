@@ -25,7 +25,7 @@ call: whether what a run keeps alive makes each crash dearer. With --busy 0,1 ea
 with that many neighbours launching kernels of each --busy-ms back to back (a second worker on the GPU),
 and each row gives the neighbours' longest launch around the crash: what a crash costs the worker
 beside it. With --crash crash,crash-wide,crash-spread the crashing launch varies (`CRASHES`): the
-same faulting page from 64 times the blocks, or a page per thread.
+same faulting page from 64 times the blocks, or each thread 4 KB from the next.
 
     python bench/hang_recovery.py --idle 0 --hold-gb 0 --busy 0,1 --busy-ms 5,50
     python bench/hang_recovery.py --idle 0 --hold-gb 0 --crash crash,crash-wide,crash-spread
@@ -49,14 +49,15 @@ KERNELS = {
     "tiny": 'extern "C" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }',
     "crash": 'extern "C" __global__ void k(float* p) { p[threadIdx.x + (1LL << 40)] = 1.0f; }',
     "kill": 'extern "C" __global__ void k(float* p) { while (clock64() >= 0) {} p[0] = 1.0f; }',
-    # every thread stores into a page of its own, far out of bounds: as many faulting pages as threads
+    # every thread stores 4 KB past its neighbour, far out of bounds: thousands of faulting pages, not one
     "crash-spread": 'extern "C" __global__ void k(float* p) '
                     '{ p[((long long)(blockIdx.x * blockDim.x + threadIdx.x) << 10) + (1LL << 40)] = 1.0f; }',
 }
 
 CRASHES = {"crash": ("crash", 8), "crash-wide": ("crash", 512), "crash-spread": ("crash-spread", 8)}
 """The grid's crashing launches: (kernel, blocks per SM). `crash` is one page stored into by 8 blocks
-an SM; `crash-wide` the same from 64 times the blocks; `crash-spread` a page per thread. Whether a
+an SM; `crash-wide` the same from 64 times the blocks; `crash-spread` each thread 4 KB from the next
+(over 16,000 pages of 64 KB on an H100). Whether a
 crash's latency is a fixed cost or grows with the faults a kernel makes before it stops."""
 
 BUSY = r"""
@@ -272,12 +273,13 @@ def grid(idles: list[int], holds: list[float], sms: int, out: Path | None,
                         print(json.dumps(rows[-1]), flush=True)
     if out:
         out.write_text(json.dumps(rows, indent=1))
-    print(f"{'crash':>12} {'busy':>4} {'its ms':>7} {'idle contexts':>13} {'held GB':>8} {'error after':>12} {'neighbour median':>17} "
-          f"{'neighbour longest':>18}")
+    print(f"{'crash':>12} {'busy':>4} {'its ms':>7} {'idle contexts':>13} {'held GB':>8} {'error after':>12} "
+          f"{'neighbour median':>17} {'neighbour longest':>18}")
     for r in rows:
         near = (f"{r['neighbour_median_ms']:15.1f}ms {r['neighbour_longest_ms']:16.1f}ms"
                 if r["busy"] else f"{'-':>17} {'-':>18}")
-        print(f"{r.get('crash', 'crash'):>12} {r['busy']:4d} {r['busy_ms'] if r['busy'] else '-':>7} {r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms {near}")
+        print(f"{r.get('crash', 'crash'):>12} {r['busy']:4d} {r['busy_ms'] if r['busy'] else '-':>7} "
+              f"{r['idle']:13d} {r['hold_gb']:8g} {r['error_ms']:10.1f}ms {near}")
     base, worst = rows[0], max(rows, key=lambda r: r["error_ms"])
     print(f"ratio, slowest crash ({worst.get('crash', 'crash')}, {worst['busy']} busy, {worst['idle']} idle, "
           f"{worst['hold_gb']:g} GB) / ({base.get('crash', 'crash')}, {base['busy']} busy, {base['idle']} idle, "
@@ -297,6 +299,9 @@ def main() -> None:
     ap.add_argument("--busy-ms", default="5", help="with --busy: each neighbour kernel's length in ms, e.g. 5,50 [5]")
     ap.add_argument("--crash", default="crash", help=f"with --idle: the crashing launches, of {','.join(CRASHES)} [crash]")
     args = ap.parse_args()
+    unknown = sorted(set(args.crash.split(",")) - set(CRASHES))
+    if unknown:
+        ap.error(f"--crash {','.join(unknown)}: not one of {','.join(CRASHES)}")
     import torch
 
     if not torch.cuda.is_available():
