@@ -618,6 +618,8 @@ def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
     """One run's split per problem (what a run since 2026-12-02 stores): seconds in launches, crashed
     launches (with how many, seconds each and the slowest), comparing and checking, and comparing
     against its floor, slowest comparing first."""
+    from kbm_toolkit.analysis.runs import seconds_per_crash
+
     problems = row.get("problems") or {}
     if not problems:
         return f"{row['evaluator']} #{row['rep'] + 1}: no split per problem stored"
@@ -630,8 +632,8 @@ def problem_table(row: dict[str, Any], bandwidth: float | None) -> str:
         gpu = f"{parts['compare_gpu_s'] / floor:.2f}" if floor and parts.get("compare_gpu_s") else "-"
         # a crash's launch-to-error against its problem's launches: a fixed fault cost, or kernels
         # that run long out of bounds before they fault (runs before 2026-12-05 stored no count)
-        crashes = parts.get("crashes")
-        each = f"{parts.get('crashed', 0.0) / crashes:.2f}" if crashes else "-"
+        crashes, each = parts.get("crashes"), seconds_per_crash(parts)
+        each = "-" if each is None else f"{each:.2f}"
         slowest = f"{parts['crash_s_max']:.2f}" if parts.get("crash_s_max") else "-"
         lines.append(f"  {key[:36]:<36} {parts.get('launches', 0.0):8.2f} {parts.get('crashed', 0.0):8.2f} "
                      f"{crashes if crashes is not None else '-':>8} {each:>8} {slowest:>8} "

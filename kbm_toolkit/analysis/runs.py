@@ -39,11 +39,17 @@ def largest_parts(seconds: dict[str, float]) -> list[tuple[float, str]]:
     return sorted(((v, k) for k, v in seconds.items() if k != "wall"), reverse=True)
 
 
+def seconds_per_crash(parts: dict[str, float]) -> float | None:
+    """A problem's crashed seconds over its crashed or hung cells (`runs.stats` per problem); None
+    without a crash, or from a run that stored no count. A GPU's fault alone takes about 0.15 s:
+    more is a kernel that ran on before its error."""
+    return parts["crashed"] / parts["crashes"] if parts.get("crashes") and "crashed" in parts else None
+
+
 def problem_split(problems: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """Each problem's worker time in launches and outside them, its largest part outside, its
     crashed or hung cells (stored since 2026-12-05; None before) and their seconds each from launch
-    to error (a GPU's fault alone takes about 0.15 s: more is a kernel that ran on before its
-    error): most time outside launches first."""
+    to error (`seconds_per_crash`): most time outside launches first."""
     rows = []
     for key, parts in problems.items():
         # a problem's parts are TIME_SPLIT's (the run's unmeasured `other` has no problem);
@@ -52,8 +58,7 @@ def problem_split(problems: dict[str, dict[str, float]]) -> list[dict[str, Any]]
         largest = max(outside.items(), key=lambda kv: kv[1], default=(None, 0.0))
         rows.append({"problem": key, "launches": parts.get("launches", 0.0), "outside": sum(outside.values()),
                      "largest": largest[0], "largest_s": largest[1], "crashes": parts.get("crashes"),
-                     "s_per_crash": parts["crashed"] / parts["crashes"] if parts.get("crashes") and "crashed" in parts
-                     else None})
+                     "s_per_crash": seconds_per_crash(parts)})
     return sorted(rows, key=lambda r: (-r["outside"], r["problem"]))
 
 
